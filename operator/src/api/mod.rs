@@ -1,0 +1,7 @@
+//! The Tenant API (`kubespaces.io/v1alpha1`): the one definition of the type, shared by the
+//! operator, the provider, the server and the CLI. The CRD YAML is generated from it.
+
+mod schema;
+mod tenant;
+
+pub use tenant::*;

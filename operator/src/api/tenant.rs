@@ -1,0 +1,177 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Condition};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::schema;
+use crate::names;
+
+/// A tenant: one namespace on the host, capped by a quota, owned by one person.
+///
+/// The operator never writes `spec`: GitOps tools and Crossplane own it. It writes `status`,
+/// and the finalizer in `metadata`.
+#[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "kubespaces.io",
+    version = "v1alpha1",
+    kind = "Tenant",
+    status = "TenantStatus",
+    shortname = "tn",
+    category = "kubespaces",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Pending, Provisioning, Ready, Failed or Deleting"),
+    printcolumn(name = "API", type_ = "string", json_path = ".status.endpoints.api", description = "Public URL of the tenant's API server"),
+    printcolumn(name = "Owner", type_ = "string", json_path = ".spec.owner"),
+    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status", priority = 1),
+    printcolumn(name = "Synced", type_ = "string", json_path = ".status.conditions[?(@.type==\"Synced\")].status", priority = 1),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    validation = kube::core::Rule::new(names::NAME_LENGTH_RULE).message(names::NAME_LENGTH_MESSAGE),
+    validation = kube::core::Rule::new(names::NAME_LABEL_RULE).message(names::NAME_LABEL_MESSAGE)
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantSpec {
+    /// Email address of the person who owns the tenant.
+    #[schemars(schema_with = "schema::owner_email")]
+    pub owner: String,
+
+    /// The tenant's budget on the host: the hard limits of its quota.
+    pub resources: TenantResources,
+
+    /// What happens to the host objects when the Tenant is deleted: `Delete` removes them all,
+    /// `Orphan` leaves the namespace and everything in it in place.
+    #[serde(default)]
+    pub deletion_policy: DeletionPolicy,
+
+    /// Where to write a Secret holding the tenant's connection details (Crossplane convention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_connection_secret_to_ref: Option<SecretReference>,
+}
+
+/// Quota hard limits. Each applies to both requests and limits of the tenant's workloads.
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantResources {
+    /// CPU for the tenant's workloads, e.g. "8" or "500m".
+    #[schemars(schema_with = "schema::positive_quantity")]
+    pub cpu: Quantity,
+    /// Memory for the tenant's workloads, e.g. "16Gi".
+    #[schemars(schema_with = "schema::positive_quantity")]
+    pub memory: Quantity,
+    /// Persistent storage the tenant may claim, e.g. "50Gi". Without it the tenant cannot claim
+    /// persistent volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::optional_positive_quantity")]
+    pub storage: Option<Quantity>,
+}
+
+#[derive(JsonSchema, Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeletionPolicy {
+    #[default]
+    Delete,
+    Orphan,
+}
+
+/// A reference to a Secret in a namespace.
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretReference {
+    #[schemars(schema_with = "schema::dns_subdomain")]
+    pub name: String,
+    #[schemars(schema_with = "schema::dns_label")]
+    pub namespace: String,
+}
+
+/// Observed state. One shape that kstatus, Flux, Argo CD and Crossplane all understand.
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantStatus {
+    /// Pending, Provisioning, Ready, Failed or Deleting. Informational, derived from the
+    /// conditions; automation should use the `Ready` condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The generation last brought to Ready (or to a permanent failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The host namespace that holds the tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Public URLs of the tenant, set once the tenant control plane is exposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<TenantEndpoints>,
+    /// The Secret holding the tenant kubeconfig, once there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig_secret_ref: Option<SecretReference>,
+    /// Facts about the tenant control plane, once there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<ControlPlaneStatus>,
+    /// Hard limits and current usage of the tenant quota, as the host computes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<QuotaStatus>,
+    /// The last `crossplane.io/reconcile-requested-at` or `reconcile.fluxcd.io/requestedAt`
+    /// token handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
+    #[serde(default)]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantEndpoints {
+    /// `https://<name>.api.<domain>:443`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// `https://*.<name>.apps.<domain>`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apps: Option<String>,
+}
+
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlaneStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+}
+
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct QuotaStatus {
+    #[serde(default)]
+    pub hard: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    pub used: BTreeMap<String, Quantity>,
+}
+
+impl Tenant {
+    /// The tenant's conditions, empty before the first reconcile.
+    pub fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// The condition of the given type, if present.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions().iter().find(|c| c.type_ == type_)
+    }
+
+    /// Ready at the current generation: what `kubectl wait`, Terraform and the CLI wait for.
+    pub fn is_ready(&self) -> bool {
+        let generation = self.metadata.generation;
+        self.condition(crate::conditions::READY)
+            .is_some_and(|c| c.status == "True" && c.observed_generation == generation)
+            && self.status.as_ref().and_then(|s| s.observed_generation) == generation
+    }
+
+    /// The phase shown in the PHASE column.
+    pub fn phase(&self) -> Option<&str> {
+        self.status.as_ref().and_then(|s| s.phase.as_deref())
+    }
+}

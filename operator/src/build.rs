@@ -1,0 +1,400 @@
+//! Pure builders of the host objects of a tenant: from the Tenant and the operator
+//! configuration to complete objects ready for server-side apply. No client here.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::{
+        core::v1::{
+            LimitRange, LimitRangeItem, LimitRangeSpec, Namespace, ResourceQuota, ResourceQuotaSpec,
+        },
+        networking::v1::{
+            NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicySpec,
+        },
+        rbac::v1::{ClusterRole, PolicyRule, RoleBinding, RoleRef, Subject},
+    },
+    apimachinery::pkg::{
+        api::resource::Quantity,
+        apis::meta::v1::{LabelSelector, ObjectMeta},
+    },
+};
+use kube::Resource;
+
+use crate::{api::Tenant, config::HostConfig, names};
+
+/// Labels on every object the operator creates for `tenant`.
+pub fn labels(tenant: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (names::TENANT_LABEL.to_owned(), tenant.to_owned()),
+        (
+            names::MANAGED_BY_LABEL.to_owned(),
+            names::MANAGED_BY.to_owned(),
+        ),
+    ])
+}
+
+fn meta(tenant: &str, name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: Some(names::namespace(tenant)),
+        labels: Some(labels(tenant)),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The tenant namespace. It carries an owner reference to the Tenant so the garbage collector
+/// removes it even if the finalizer is forced off; with `deletionPolicy: Orphan` the operator
+/// removes that reference before letting go.
+pub fn namespace(tenant: &Tenant, host: &HostConfig) -> Namespace {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let mut labels = labels(&name);
+    for mode in ["enforce", "audit", "warn"] {
+        let level = if mode == "enforce" {
+            host.pod_security.as_str()
+        } else {
+            "restricted"
+        };
+        labels.insert(
+            format!("pod-security.kubernetes.io/{mode}"),
+            level.to_owned(),
+        );
+    }
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(names::namespace(&name)),
+            labels: Some(labels),
+            owner_references: tenant.controller_owner_ref(&()).map(|r| vec![r]),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    }
+}
+
+/// Quota keys and values for a tenant's spec: each budget caps both requests and limits, so a
+/// tenant can never use more than it was given; without a storage budget no storage is claimable.
+pub fn quota_hard(tenant: &Tenant) -> BTreeMap<String, Quantity> {
+    let r = &tenant.spec.resources;
+    let storage = r.storage.clone().unwrap_or_else(|| Quantity("0".into()));
+    BTreeMap::from([
+        ("requests.cpu".to_owned(), r.cpu.clone()),
+        ("limits.cpu".to_owned(), r.cpu.clone()),
+        ("requests.memory".to_owned(), r.memory.clone()),
+        ("limits.memory".to_owned(), r.memory.clone()),
+        ("requests.storage".to_owned(), storage),
+    ])
+}
+
+pub fn quota(tenant: &Tenant) -> ResourceQuota {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    ResourceQuota {
+        metadata: meta(&name, names::QUOTA),
+        spec: Some(ResourceQuotaSpec {
+            hard: Some(quota_hard(tenant)),
+            ..ResourceQuotaSpec::default()
+        }),
+        ..ResourceQuota::default()
+    }
+}
+
+/// Container defaults, so pods that state no resources still fit the quota (which requires
+/// requests and limits for cpu and memory on every pod).
+pub fn limit_range(tenant: &Tenant, host: &HostConfig) -> LimitRange {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let pair = |cpu: &str, memory: &str| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])
+    };
+    LimitRange {
+        metadata: meta(&name, names::LIMIT_RANGE),
+        spec: Some(LimitRangeSpec {
+            limits: vec![LimitRangeItem {
+                type_: "Container".into(),
+                default: Some(pair(&host.default_cpu_limit, &host.default_memory_limit)),
+                default_request: Some(pair(
+                    &host.default_cpu_request,
+                    &host.default_memory_request,
+                )),
+                ..LimitRangeItem::default()
+            }],
+        }),
+    }
+}
+
+/// The owner's access on the host: the tenant-owner ClusterRole, bound in the tenant namespace
+/// only.
+pub fn owner_binding(tenant: &Tenant) -> RoleBinding {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    RoleBinding {
+        metadata: meta(&name, names::OWNER_ROLE_BINDING),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name: names::OWNER_CLUSTER_ROLE.into(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "User".into(),
+            name: tenant.spec.owner.clone(),
+            namespace: None,
+        }]),
+    }
+}
+
+/// Isolation from other tenants: pods in the namespace accept traffic only from the same
+/// namespace and from platform namespaces (ingress gateways, monitoring).
+pub fn network_policy(tenant: &Tenant) -> NetworkPolicy {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let same_namespace = NetworkPolicyPeer {
+        pod_selector: Some(LabelSelector::default()),
+        ..NetworkPolicyPeer::default()
+    };
+    let platform = NetworkPolicyPeer {
+        namespace_selector: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(
+                names::PLATFORM_NAMESPACE_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..LabelSelector::default()
+        }),
+        ..NetworkPolicyPeer::default()
+    };
+    NetworkPolicy {
+        metadata: meta(&name, names::NETWORK_POLICY),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector::default()),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(vec![same_namespace, platform]),
+                ports: None,
+            }]),
+            egress: None,
+        }),
+    }
+}
+
+/// What a tenant owner may do inside their namespace. Workloads and their configuration, yes;
+/// the quota, the limits and the isolation policy the platform put there, read-only. Role
+/// bindings inside the namespace are allowed: RBAC escalation checks keep them within this role.
+pub fn owner_cluster_role() -> ClusterRole {
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
+        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    };
+    let all = [
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection",
+    ];
+    let read = ["get", "list", "watch"];
+    ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(names::OWNER_CLUSTER_ROLE.into()),
+            labels: Some(BTreeMap::from([(
+                names::MANAGED_BY_LABEL.to_owned(),
+                names::MANAGED_BY.to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        rules: Some(vec![
+            rule(
+                &[""],
+                &[
+                    "pods",
+                    "pods/log",
+                    "pods/exec",
+                    "pods/attach",
+                    "pods/portforward",
+                    "pods/eviction",
+                    "services",
+                    "services/proxy",
+                    "endpoints",
+                    "configmaps",
+                    "secrets",
+                    "persistentvolumeclaims",
+                    "serviceaccounts",
+                    "serviceaccounts/token",
+                    "replicationcontrollers",
+                    "replicationcontrollers/scale",
+                ],
+                &all,
+            ),
+            rule(&["", "events.k8s.io"], &["events"], &read),
+            rule(
+                &[""],
+                &["resourcequotas", "limitranges", "namespaces", "pods/status"],
+                &read,
+            ),
+            rule(
+                &["apps"],
+                &[
+                    "deployments",
+                    "deployments/scale",
+                    "statefulsets",
+                    "statefulsets/scale",
+                    "daemonsets",
+                    "replicasets",
+                    "replicasets/scale",
+                    "controllerrevisions",
+                ],
+                &all,
+            ),
+            rule(&["batch"], &["jobs", "cronjobs"], &all),
+            rule(&["autoscaling"], &["horizontalpodautoscalers"], &all),
+            rule(&["policy"], &["poddisruptionbudgets"], &all),
+            rule(&["networking.k8s.io"], &["ingresses"], &all),
+            rule(&["networking.k8s.io"], &["networkpolicies"], &read),
+            rule(&["discovery.k8s.io"], &["endpointslices"], &read),
+            rule(&["coordination.k8s.io"], &["leases"], &all),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["roles", "rolebindings"],
+                &all,
+            ),
+        ]),
+        ..ClusterRole::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{TenantResources, TenantSpec};
+
+    fn tenant(storage: Option<&str>) -> Tenant {
+        let mut t = Tenant::new(
+            "team-atlas",
+            TenantSpec {
+                owner: "alice@example.com".into(),
+                resources: TenantResources {
+                    cpu: Quantity("8".into()),
+                    memory: Quantity("16Gi".into()),
+                    storage: storage.map(|s| Quantity(s.into())),
+                },
+                deletion_policy: Default::default(),
+                write_connection_secret_to_ref: None,
+            },
+        );
+        t.metadata.uid = Some("uid-1".into());
+        t
+    }
+
+    #[test]
+    fn namespace_is_named_labelled_owned_and_pod_security_enforced() {
+        let ns = namespace(&tenant(None), &HostConfig::default());
+        assert_eq!(
+            ns.metadata.name.as_deref(),
+            Some("kubespaces-tenant-team-atlas")
+        );
+        let labels = ns.metadata.labels.unwrap();
+        assert_eq!(labels[names::TENANT_LABEL], "team-atlas");
+        assert_eq!(labels["pod-security.kubernetes.io/enforce"], "baseline");
+        assert_eq!(labels["pod-security.kubernetes.io/warn"], "restricted");
+        let owner = &ns.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+            ("Tenant", "team-atlas", "uid-1")
+        );
+        assert_eq!(owner.controller, Some(true));
+    }
+
+    #[test]
+    fn quota_caps_requests_and_limits_and_storage() {
+        let hard = quota(&tenant(Some("50Gi"))).spec.unwrap().hard.unwrap();
+        assert_eq!(hard["requests.cpu"].0, "8");
+        assert_eq!(hard["limits.cpu"].0, "8");
+        assert_eq!(hard["requests.memory"].0, "16Gi");
+        assert_eq!(hard["limits.memory"].0, "16Gi");
+        assert_eq!(hard["requests.storage"].0, "50Gi");
+        let no_storage = quota_hard(&tenant(None));
+        assert_eq!(
+            no_storage["requests.storage"].0, "0",
+            "no storage budget means no claimable storage"
+        );
+    }
+
+    #[test]
+    fn every_namespaced_child_lives_in_the_tenant_namespace_with_the_tenant_label() {
+        let t = tenant(None);
+        let host = HostConfig::default();
+        let metas = [
+            quota(&t).metadata,
+            limit_range(&t, &host).metadata,
+            owner_binding(&t).metadata,
+            network_policy(&t).metadata,
+        ];
+        for m in metas {
+            assert_eq!(m.namespace.as_deref(), Some("kubespaces-tenant-team-atlas"));
+            assert_eq!(m.labels.unwrap()[names::TENANT_LABEL], "team-atlas");
+        }
+    }
+
+    #[test]
+    fn limit_range_defaults_come_from_the_configuration() {
+        let host = HostConfig {
+            default_cpu_limit: "1".into(),
+            ..HostConfig::default()
+        };
+        let item = &limit_range(&tenant(None), &host).spec.unwrap().limits[0];
+        assert_eq!(item.type_, "Container");
+        assert_eq!(item.default.as_ref().unwrap()["cpu"].0, "1");
+        assert_eq!(item.default_request.as_ref().unwrap()["memory"].0, "128Mi");
+    }
+
+    #[test]
+    fn the_owner_is_bound_as_a_user_to_the_owner_role() {
+        let b = owner_binding(&tenant(None));
+        assert_eq!(b.role_ref.kind, "ClusterRole");
+        assert_eq!(b.role_ref.name, names::OWNER_CLUSTER_ROLE);
+        let s = &b.subjects.unwrap()[0];
+        assert_eq!(
+            (s.kind.as_str(), s.name.as_str()),
+            ("User", "alice@example.com")
+        );
+    }
+
+    #[test]
+    fn isolation_admits_only_the_namespace_and_the_platform() {
+        let spec = network_policy(&tenant(None)).spec.unwrap();
+        assert_eq!(
+            spec.pod_selector,
+            Some(LabelSelector::default()),
+            "selects every pod"
+        );
+        assert_eq!(spec.policy_types, Some(vec!["Ingress".to_owned()]));
+        let from = spec.ingress.unwrap()[0].from.clone().unwrap();
+        assert_eq!(from.len(), 2);
+        assert!(
+            from[0].namespace_selector.is_none(),
+            "first peer: same namespace only"
+        );
+    }
+
+    #[test]
+    fn the_owner_cannot_change_what_the_platform_enforces() {
+        let rules = owner_cluster_role().rules.unwrap();
+        let can_write = |group: &str, resource: &str| {
+            rules.iter().any(|r| {
+                r.api_groups.as_ref().unwrap().iter().any(|g| g == group)
+                    && r.resources.as_ref().unwrap().iter().any(|x| x == resource)
+                    && r.verbs
+                        .iter()
+                        .any(|v| v == "update" || v == "delete" || v == "create")
+            })
+        };
+        assert!(can_write("apps", "deployments"));
+        assert!(can_write("", "secrets"));
+        assert!(!can_write("", "resourcequotas"));
+        assert!(!can_write("", "limitranges"));
+        assert!(!can_write("networking.k8s.io", "networkpolicies"));
+        assert!(!can_write("", "namespaces"));
+    }
+}

@@ -1,0 +1,164 @@
+//! Wiring: watches, caches and the controller loop. No domain logic here.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use futures::{StreamExt, channel::mpsc};
+use k8s_openapi::api::{
+    core::v1::{LimitRange, Namespace, ResourceQuota},
+    networking::v1::NetworkPolicy,
+    rbac::v1::RoleBinding,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    core::DeserializeGuard,
+    runtime::{
+        Controller, WatchStreamExt,
+        controller::Config as ControllerConfig,
+        events::{Recorder, Reporter},
+        reflector::{self, ObjectRef, Store},
+        watcher,
+    },
+};
+use serde::de::DeserializeOwned;
+use thiserror::Error;
+use tracing::{info, warn};
+
+use crate::{
+    api::Tenant,
+    config::RunConfig,
+    metrics::Metrics,
+    names,
+    reconcile::{self, Caches, Context},
+};
+
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error(
+        "the Tenant CRD is not installed or not readable ({0}); install it with `kubespaces-operator crd | kubectl apply --server-side -f -`"
+    )]
+    CrdMissing(#[source] kube::Error),
+    #[error(
+        "the caches of host objects did not fill within {0:?}; check the operator's RBAC and the API server"
+    )]
+    CachesNotReady(Duration),
+}
+
+type TenantRef = ObjectRef<DeserializeGuard<Tenant>>;
+
+/// Watches one kind of host object (those with the tenant label) into a cache, and sends the
+/// owning tenant of every change (including deletions) to `triggers`.
+fn watch_children<K>(client: &Client, triggers: mpsc::UnboundedSender<TenantRef>) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let config = watcher::Config::default()
+        .labels(names::TENANT_LABEL)
+        .any_semantic();
+    let stream = watcher(Api::<K>::all(client.clone()), config)
+        .default_backoff()
+        .modify(|o| o.managed_fields_mut().clear())
+        .reflect(writer)
+        .touched_objects();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(object) => {
+                    if let Some(tenant) = object.labels().get(names::TENANT_LABEL) {
+                        let _ = triggers.unbounded_send(ObjectRef::new(tenant));
+                    }
+                }
+                Err(e) => warn!(kind = %K::kind(&()), error = %e, "watch error; retrying"),
+            }
+        }
+    });
+    store
+}
+
+/// Runs the controller until `shutdown` resolves. `ready` is called once the caches are warm
+/// and the controller is running.
+pub async fn run(
+    client: Client,
+    config: RunConfig,
+    metrics: Arc<Metrics>,
+    ready: impl FnOnce(),
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), StartError> {
+    let tenants: Api<DeserializeGuard<Tenant>> = Api::all(client.clone());
+    tenants
+        .list(&kube::api::ListParams::default().limit(1))
+        .await
+        .map_err(StartError::CrdMissing)?;
+
+    let (triggers, trigger_stream) = mpsc::unbounded();
+    let caches = Caches {
+        namespaces: watch_children::<Namespace>(&client, triggers.clone()),
+        quotas: watch_children::<ResourceQuota>(&client, triggers.clone()),
+        limit_ranges: watch_children::<LimitRange>(&client, triggers.clone()),
+        owner_bindings: watch_children::<RoleBinding>(&client, triggers.clone()),
+        network_policies: watch_children::<NetworkPolicy>(&client, triggers),
+    };
+    // Reconciling before the caches are warm would re-apply every object of every tenant.
+    let warmup = Duration::from_secs(120);
+    tokio::time::timeout(warmup, async {
+        let _ = futures::join!(
+            caches.namespaces.wait_until_ready(),
+            caches.quotas.wait_until_ready(),
+            caches.limit_ranges.wait_until_ready(),
+            caches.owner_bindings.wait_until_ready(),
+            caches.network_policies.wait_until_ready(),
+        );
+    })
+    .await
+    .map_err(|_| StartError::CachesNotReady(warmup))?;
+
+    let reporter = Reporter {
+        controller: names::MANAGED_BY.into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        host: config.host.clone(),
+        resync: config.resync,
+        caches,
+        recorder: Recorder::new(client.clone(), reporter),
+        metrics,
+    });
+
+    let mut watch_config = watcher::Config::default().any_semantic();
+    if let Some(selector) = &config.selector {
+        watch_config = watch_config.labels(selector);
+    }
+    let (tenant_store, tenant_writer) = reflector::store();
+    let tenant_stream = watcher(tenants, watch_config)
+        .default_backoff()
+        .modify(|t: &mut DeserializeGuard<Tenant>| t.managed_fields_mut().clear())
+        .reflect(tenant_writer)
+        .applied_objects();
+
+    info!(selector = ?config.selector, concurrency = config.concurrency, "starting the tenant controller");
+    ready();
+    Controller::for_stream(tenant_stream, tenant_store)
+        .reconcile_on(trigger_stream)
+        .with_config(ControllerConfig::default().concurrency(config.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                match e {
+                    kube::runtime::controller::Error::ObjectNotFound(_) => {}
+                    e => warn!(error = %e, "controller"),
+                }
+            }
+        })
+        .await;
+    info!("tenant controller stopped");
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! Reconcile errors. The variant name is the Event reason and the metric label.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    /// A request to the Kubernetes API failed; retried with backoff.
+    #[error("Kubernetes API request failed: {0}")]
+    KubeApi(#[source] kube::Error),
+    /// An object could not be encoded for the API (a bug, not an input problem).
+    #[error("could not encode {kind}: {source}")]
+    Encoding {
+        kind: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The Tenant stored in the API server could not be read by this version of the operator.
+    #[error("the Tenant cannot be read by this operator version: {0}")]
+    InvalidObject(String),
+}
+
+impl Error {
+    /// PascalCase reason for Events, conditions and metric labels.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::KubeApi(_) => "KubeApi",
+            Error::Encoding { .. } => "Encoding",
+            Error::InvalidObject(_) => "InvalidObject",
+        }
+    }
+}
+
+impl From<kube::Error> for Error {
+    fn from(e: kube::Error) -> Self {
+        Error::KubeApi(e)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

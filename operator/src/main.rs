@@ -1,0 +1,125 @@
+//! `kubespaces-operator`: runs the Tenant controller, or prints the install manifests.
+
+use std::sync::{Arc, atomic::AtomicBool};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use kubespaces_operator::{
+    config::RunConfig, controller, http, kube_client, manifests, metrics::Metrics,
+};
+use tokio::sync::watch;
+use tracing::info;
+
+#[derive(Parser)]
+#[command(
+    name = "kubespaces-operator",
+    version,
+    about = "Reconciles KubeSpaces Tenants on the host cluster"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the controller (uses KUBECONFIG or the in-cluster service account).
+    Run(Box<RunConfig>),
+    /// Print the install manifests (the Tenant CRD and the tenant-owner ClusterRole).
+    Manifests,
+}
+
+fn init_tracing() {
+    use tracing_subscriber::{EnvFilter, fmt};
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,kube=warn"));
+    let json = std::env::var("KUBESPACES_LOG_FORMAT").is_ok_and(|f| f == "json");
+    if json {
+        fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_current_span(true)
+            .init();
+    } else {
+        fmt().with_env_filter(filter).init();
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Manifests => {
+            for (_, text) in manifests::all()? {
+                print!("---\n{text}");
+            }
+            Ok(())
+        }
+        Command::Run(config) => {
+            init_tracing();
+            run(*config).await
+        }
+    }
+}
+
+async fn run(config: RunConfig) -> anyhow::Result<()> {
+    let metrics = Metrics::shared();
+    let client = kube_client::client(metrics.clone())
+        .await
+        .context("connecting to the Kubernetes API")?;
+    let ready = Arc::new(AtomicBool::new(false));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = move |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+
+    let probe = http::Probe {
+        metrics: metrics.clone(),
+        ready: ready.clone(),
+    };
+    let server = tokio::spawn(http::serve(
+        config.metrics_addr,
+        probe,
+        stopped(stop_rx.clone()),
+    ));
+    tokio::spawn(async move {
+        termination().await;
+        info!("termination requested; shutting down gracefully");
+        let _ = stop_tx.send(true);
+    });
+
+    info!(metrics_addr = %config.metrics_addr, "kubespaces-operator starting");
+    let set_ready = {
+        let ready = ready.clone();
+        move || ready.store(true, std::sync::atomic::Ordering::Relaxed)
+    };
+    controller::run(client, config, metrics, set_ready, stopped(stop_rx)).await?;
+    match server.await {
+        Ok(result) => result.context("metrics server")?,
+        Err(e) => return Err(e).context("metrics server task"),
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! Prometheus metrics an operator of the platform would chart.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+use crate::conditions::Phase;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub verb: String,
+}
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub reconciles: Counter,
+    pub reconcile_errors: Family<ErrorLabels, Counter>,
+    pub reconcile_duration: Histogram,
+    pub tenants: Family<PhaseLabels, Gauge>,
+    pub time_to_ready: Histogram,
+    pub api_requests: Family<RequestLabels, Counter>,
+    phases: Mutex<HashMap<String, Phase>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("kubespaces");
+        let reconciles = Counter::default();
+        let reconcile_errors = Family::<ErrorLabels, Counter>::default();
+        let reconcile_duration = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ]);
+        let tenants = Family::<PhaseLabels, Gauge>::default();
+        let time_to_ready =
+            Histogram::new([1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0]);
+        let api_requests = Family::<RequestLabels, Counter>::default();
+        registry.register("reconcile", "Tenant reconciles run", reconciles.clone());
+        registry.register(
+            "reconcile_errors",
+            "Tenant reconciles that failed, by reason",
+            reconcile_errors.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of one tenant reconcile",
+            reconcile_duration.clone(),
+        );
+        registry.register(
+            "tenants",
+            "Tenants handled by this operator, by phase",
+            tenants.clone(),
+        );
+        registry.register(
+            "tenant_time_to_ready_seconds",
+            "Time from a Tenant's creation until this operator first saw it Ready",
+            time_to_ready.clone(),
+        );
+        registry.register(
+            "kube_api_requests",
+            "Requests this operator sent to the Kubernetes API, by verb",
+            api_requests.clone(),
+        );
+        for phase in Phase::ALL {
+            let _ = tenants.get_or_create(&PhaseLabels {
+                phase: phase.as_str().into(),
+            });
+        }
+        Self {
+            registry,
+            reconciles,
+            reconcile_errors,
+            reconcile_duration,
+            tenants,
+            time_to_ready,
+            api_requests,
+            phases: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Metrics {
+    pub fn shared() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Records a tenant's current phase (None once it is gone) and keeps the gauges in step.
+    pub fn set_phase(&self, tenant: &str, phase: Option<Phase>) {
+        let Ok(mut phases) = self.phases.lock() else {
+            return;
+        };
+        let old = match phase {
+            Some(p) => phases.insert(tenant.to_owned(), p),
+            None => phases.remove(tenant),
+        };
+        if old == phase {
+            return;
+        }
+        if let Some(o) = old {
+            self.tenants
+                .get_or_create(&PhaseLabels {
+                    phase: o.as_str().into(),
+                })
+                .dec();
+        }
+        if let Some(p) = phase {
+            self.tenants
+                .get_or_create(&PhaseLabels {
+                    phase: p.as_str().into(),
+                })
+                .inc();
+        }
+    }
+
+    pub fn observe_time_to_ready(&self, elapsed: Duration) {
+        self.time_to_ready.observe(elapsed.as_secs_f64());
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_gauges_follow_tenants() {
+        let m = Metrics::default();
+        m.set_phase("a", Some(Phase::Provisioning));
+        m.set_phase("b", Some(Phase::Provisioning));
+        m.set_phase("a", Some(Phase::Ready));
+        m.set_phase("a", Some(Phase::Ready));
+        let text = m.encode();
+        assert!(
+            text.contains("kubespaces_tenants{phase=\"Ready\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kubespaces_tenants{phase=\"Provisioning\"} 1"),
+            "{text}"
+        );
+        m.set_phase("a", None);
+        assert!(m.encode().contains("kubespaces_tenants{phase=\"Ready\"} 0"));
+    }
+}

@@ -1,0 +1,126 @@
+//! The one place that derives names, labels and annotations from a tenant's name.
+//!
+//! The longest derived name bounds the tenant name: every derived name must be a valid
+//! DNS label (63 characters), and the tenant name is validated at admission against that bound.
+
+/// Prefix of the host namespace of every tenant.
+pub const NAMESPACE_PREFIX: &str = "kubespaces-tenant-";
+
+/// Longest tenant name for which every derived name still fits in a DNS label.
+pub const MAX_TENANT_NAME_LEN: usize = 63 - NAMESPACE_PREFIX.len();
+
+/// CEL rule on the Tenant's `metadata.name` (must agree with [`MAX_TENANT_NAME_LEN`]; a unit
+/// test checks it).
+pub const NAME_LENGTH_RULE: &str = "self.metadata.name.size() <= 45";
+pub const NAME_LENGTH_MESSAGE: &str = "metadata.name must be at most 45 characters, so that the tenant namespace kubespaces-tenant-<name> fits in 63";
+pub const NAME_LABEL_RULE: &str = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')";
+pub const NAME_LABEL_MESSAGE: &str = "metadata.name must be a DNS label: start with a lowercase letter, then lowercase letters, digits or '-', ending in a letter or digit";
+
+/// Label on every object the operator creates for a tenant, and on the namespace itself.
+pub const TENANT_LABEL: &str = "kubespaces.io/tenant";
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "kubespaces-operator";
+
+/// Finalizer that holds a Tenant until its host objects are torn down.
+pub const FINALIZER: &str = "kubespaces.io/teardown";
+
+/// Crossplane's pause annotation, honoured as is.
+pub const PAUSED_ANNOTATION: &str = "crossplane.io/paused";
+/// Reconcile-request tokens from Crossplane and Flux.
+pub const RECONCILE_REQUEST_ANNOTATIONS: [&str; 2] = [
+    "crossplane.io/reconcile-requested-at",
+    "reconcile.fluxcd.io/requestedAt",
+];
+
+/// Field managers: children and status are owned separately so each apply is complete.
+pub const CHILD_FIELD_MANAGER: &str = "kubespaces-operator/tenant";
+pub const STATUS_FIELD_MANAGER: &str = "kubespaces-operator/tenant-status";
+
+/// Names of the objects inside the tenant namespace.
+pub const QUOTA: &str = "tenant-quota";
+pub const LIMIT_RANGE: &str = "tenant-defaults";
+pub const OWNER_ROLE_BINDING: &str = "tenant-owner";
+pub const NETWORK_POLICY: &str = "tenant-isolation";
+
+/// The ClusterRole bound to the owner inside their namespace (shipped with the CRD).
+pub const OWNER_CLUSTER_ROLE: &str = "kubespaces:tenant-owner";
+
+/// Namespaces labelled with this may reach every tenant (ingress gateways, monitoring).
+pub const PLATFORM_NAMESPACE_LABEL: &str = "kubespaces.io/platform";
+
+/// The host namespace of a tenant.
+pub fn namespace(tenant: &str) -> String {
+    format!("{NAMESPACE_PREFIX}{tenant}")
+}
+
+/// The tenant a host namespace belongs to, if it follows the naming scheme.
+pub fn tenant_of_namespace(namespace: &str) -> Option<&str> {
+    namespace
+        .strip_prefix(NAMESPACE_PREFIX)
+        .filter(|t| !t.is_empty())
+}
+
+/// Public host name of the tenant API.
+pub fn api_host(tenant: &str, base_domain: &str) -> String {
+    format!("{tenant}.api.{base_domain}")
+}
+
+/// Wildcard host name of the tenant's apps.
+pub fn apps_host(tenant: &str, base_domain: &str) -> String {
+    format!("*.{tenant}.apps.{base_domain}")
+}
+
+/// Every name derived from a tenant name that must be a DNS label.
+pub fn derived_labels(tenant: &str) -> Vec<String> {
+    vec![namespace(tenant), tenant.to_owned()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cel_rule_enforces_the_computed_bound() {
+        assert_eq!(MAX_TENANT_NAME_LEN, 45);
+        assert!(NAME_LENGTH_RULE.ends_with(&format!("<= {MAX_TENANT_NAME_LEN}")));
+        assert!(NAME_LENGTH_MESSAGE.contains(&format!("at most {MAX_TENANT_NAME_LEN}")));
+    }
+
+    #[test]
+    fn every_derived_name_of_the_longest_tenant_fits_a_dns_label() {
+        let longest = "a".repeat(MAX_TENANT_NAME_LEN);
+        for name in derived_labels(&longest) {
+            assert!(name.len() <= 63, "{name} is {} characters", name.len());
+        }
+        assert_eq!(namespace(&longest).len(), 63);
+        // The tenant name is also a label value and the first label of its public host names.
+        assert!(
+            api_host(&longest, "example.com")
+                .split('.')
+                .all(|l| l.len() <= 63)
+        );
+    }
+
+    #[test]
+    fn namespace_round_trips_to_the_tenant() {
+        assert_eq!(namespace("team-atlas"), "kubespaces-tenant-team-atlas");
+        assert_eq!(
+            tenant_of_namespace("kubespaces-tenant-team-atlas"),
+            Some("team-atlas")
+        );
+        assert_eq!(tenant_of_namespace("kube-system"), None);
+        assert_eq!(tenant_of_namespace(NAMESPACE_PREFIX), None);
+    }
+
+    #[test]
+    fn public_hosts_follow_the_spec() {
+        assert_eq!(
+            api_host("team-atlas", "example.com"),
+            "team-atlas.api.example.com"
+        );
+        assert_eq!(
+            apps_host("team-atlas", "example.com"),
+            "*.team-atlas.apps.example.com"
+        );
+    }
+}

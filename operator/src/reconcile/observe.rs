@@ -1,0 +1,366 @@
+//! From the host objects of a tenant, as observed, to what the status says about them. Pure.
+
+use k8s_openapi::api::{
+    core::v1::{LimitRange, Namespace, ResourceQuota},
+    networking::v1::NetworkPolicy,
+    rbac::v1::RoleBinding,
+};
+
+use crate::{
+    api::{QuotaStatus, Tenant},
+    build,
+    conditions::{self, Desired},
+    names, quantity,
+};
+
+/// The host objects of one tenant, as last seen (from the caches, or from an apply response).
+#[derive(Debug, Clone, Default)]
+pub struct HostObjects {
+    pub namespace: Option<Namespace>,
+    pub quota: Option<ResourceQuota>,
+    pub limit_range: Option<LimitRange>,
+    pub owner_binding: Option<RoleBinding>,
+    pub network_policy: Option<NetworkPolicy>,
+}
+
+/// A permanent problem: the namespace the tenant needs belongs to someone else.
+pub fn namespace_conflict(tenant: &str, namespace: Option<&Namespace>) -> Option<(String, String)> {
+    let ns = namespace?;
+    let owner = ns
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(names::TENANT_LABEL));
+    if owner.map(String::as_str) == Some(tenant) {
+        return None;
+    }
+    let name = names::namespace(tenant);
+    let held_by = match owner {
+        Some(other) => format!("is labelled for tenant {other}"),
+        None => format!(
+            "was not created by KubeSpaces (it has no {} label)",
+            names::TENANT_LABEL
+        ),
+    };
+    Some((
+        "NamespaceConflict".into(),
+        format!(
+            "namespace {name} already exists and {held_by}; delete that namespace or choose another tenant name"
+        ),
+    ))
+}
+
+fn phase_of(ns: &Namespace) -> &str {
+    ns.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Active")
+}
+
+/// Why a terminating namespace is still there, in the namespace controller's own words.
+pub fn terminating_reason(ns: &Namespace) -> String {
+    let name = ns.metadata.name.clone().unwrap_or_default();
+    let detail: Vec<String> = ns
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|c| c.status == "True")
+        .filter_map(|c| c.message.clone())
+        .collect();
+    if detail.is_empty() {
+        format!("namespace {name} is terminating")
+    } else {
+        format!("namespace {name} is terminating: {}", detail.join("; "))
+    }
+}
+
+/// True when the quota controller has computed the quota's status for the current spec: only
+/// then does the API server enforce the new limits.
+pub fn quota_enforced(tenant: &Tenant, quota: &ResourceQuota) -> bool {
+    let Some(hard) = quota.status.as_ref().and_then(|s| s.hard.as_ref()) else {
+        return false;
+    };
+    build::quota_hard(tenant).iter().all(|(k, want)| {
+        hard.get(k)
+            .is_some_and(|have| quantity::same(&have.0, &want.0))
+    })
+}
+
+/// The detail conditions for the host side of a tenant.
+pub fn details(tenant: &Tenant, host: &HostObjects) -> Vec<Desired> {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let ns = names::namespace(&name);
+    let namespace = match &host.namespace {
+        None => Desired::new(
+            conditions::NAMESPACE_READY,
+            false,
+            "Creating",
+            format!("namespace {ns} does not exist yet"),
+        ),
+        Some(n) if phase_of(n) != "Active" => Desired::new(
+            conditions::NAMESPACE_READY,
+            false,
+            "Terminating",
+            format!("{}; waiting to recreate it", terminating_reason(n)),
+        ),
+        Some(_) => Desired::new(
+            conditions::NAMESPACE_READY,
+            true,
+            "Active",
+            format!("namespace {ns} is active"),
+        ),
+    };
+    let quota = match (&host.quota, &host.limit_range) {
+        (None, _) => Desired::new(
+            conditions::QUOTA_READY,
+            false,
+            "Creating",
+            format!("ResourceQuota {ns}/{} does not exist yet", names::QUOTA),
+        ),
+        (_, None) => Desired::new(
+            conditions::QUOTA_READY,
+            false,
+            "Creating",
+            format!("LimitRange {ns}/{} does not exist yet", names::LIMIT_RANGE),
+        ),
+        (Some(q), Some(_)) if !quota_enforced(tenant, q) => Desired::new(
+            conditions::QUOTA_READY,
+            false,
+            "WaitingForQuotaController",
+            format!(
+                "ResourceQuota {ns}/{} is not enforced yet: the quota controller has not computed its status for the current limits",
+                names::QUOTA
+            ),
+        ),
+        _ => Desired::new(
+            conditions::QUOTA_READY,
+            true,
+            "Enforced",
+            format!(
+                "ResourceQuota {ns}/{} and LimitRange {ns}/{} are enforced",
+                names::QUOTA,
+                names::LIMIT_RANGE
+            ),
+        ),
+    };
+    let rbac = match &host.owner_binding {
+        None => Desired::new(
+            conditions::RBAC_READY,
+            false,
+            "Creating",
+            format!(
+                "RoleBinding {ns}/{} does not exist yet",
+                names::OWNER_ROLE_BINDING
+            ),
+        ),
+        Some(_) => Desired::new(
+            conditions::RBAC_READY,
+            true,
+            "Bound",
+            format!(
+                "{} is bound to ClusterRole {} in namespace {ns} only",
+                tenant.spec.owner,
+                names::OWNER_CLUSTER_ROLE
+            ),
+        ),
+    };
+    let policy = match &host.network_policy {
+        None => Desired::new(
+            conditions::NETWORK_POLICY_READY,
+            false,
+            "Creating",
+            format!(
+                "NetworkPolicy {ns}/{} does not exist yet",
+                names::NETWORK_POLICY
+            ),
+        ),
+        Some(_) => Desired::new(
+            conditions::NETWORK_POLICY_READY,
+            true,
+            "Isolated",
+            format!(
+                "NetworkPolicy {ns}/{} admits traffic only from the namespace and platform namespaces",
+                names::NETWORK_POLICY
+            ),
+        ),
+    };
+    vec![namespace, quota, rbac, policy]
+}
+
+/// The Ready message. Until the tenant control plane is provisioned by the operator, Ready
+/// means the host side is in place, and the message says so.
+pub fn ready_message(tenant: &Tenant) -> String {
+    let ns = names::namespace(tenant.metadata.name.as_deref().unwrap_or_default());
+    format!(
+        "host side ready: namespace {ns} with its quota, container defaults, owner access and network isolation; \
+         the tenant control plane is not provisioned by this version yet"
+    )
+}
+
+/// Quota hard limits and usage as the host computed them.
+pub fn quota_status(quota: Option<&ResourceQuota>) -> Option<QuotaStatus> {
+    let status = quota?.status.as_ref()?;
+    Some(QuotaStatus {
+        hard: status.hard.clone().unwrap_or_default(),
+        used: status.used.clone().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::{
+        api::core::v1::{NamespaceCondition, NamespaceStatus, ResourceQuotaStatus},
+        apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
+    };
+
+    use super::*;
+    use crate::{
+        api::{TenantResources, TenantSpec},
+        config::HostConfig,
+    };
+
+    fn tenant() -> Tenant {
+        Tenant::new(
+            "team-atlas",
+            TenantSpec {
+                owner: "alice@example.com".into(),
+                resources: TenantResources {
+                    cpu: Quantity("8".into()),
+                    memory: Quantity("16Gi".into()),
+                    storage: None,
+                },
+                deletion_policy: Default::default(),
+                write_connection_secret_to_ref: None,
+            },
+        )
+    }
+
+    fn namespace_labelled(label: Option<&str>) -> Namespace {
+        Namespace {
+            metadata: ObjectMeta {
+                name: Some("kubespaces-tenant-team-atlas".into()),
+                labels: label
+                    .map(|l| BTreeMap::from([(names::TENANT_LABEL.to_owned(), l.to_owned())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn enforced(mut q: ResourceQuota, t: &Tenant) -> ResourceQuota {
+        let mut hard = build::quota_hard(t);
+        hard.insert("requests.cpu".into(), Quantity("8000m".into())); // canonical form differs
+        q.status = Some(ResourceQuotaStatus {
+            hard: Some(hard),
+            used: None,
+        });
+        q
+    }
+
+    fn complete(t: &Tenant) -> HostObjects {
+        let host = HostConfig::default();
+        HostObjects {
+            namespace: Some(namespace_labelled(Some("team-atlas"))),
+            quota: Some(enforced(build::quota(t), t)),
+            limit_range: Some(build::limit_range(t, &host)),
+            owner_binding: Some(build::owner_binding(t)),
+            network_policy: Some(build::network_policy(t)),
+        }
+    }
+
+    #[test]
+    fn a_namespace_of_another_tenant_or_nobody_is_a_conflict() {
+        assert!(namespace_conflict("team-atlas", None).is_none());
+        assert!(
+            namespace_conflict("team-atlas", Some(&namespace_labelled(Some("team-atlas"))))
+                .is_none()
+        );
+        let (reason, message) =
+            namespace_conflict("team-atlas", Some(&namespace_labelled(Some("other")))).unwrap();
+        assert_eq!(reason, "NamespaceConflict");
+        assert!(
+            message.contains("kubespaces-tenant-team-atlas") && message.contains("tenant other"),
+            "{message}"
+        );
+        let (_, message) =
+            namespace_conflict("team-atlas", Some(&namespace_labelled(None))).unwrap();
+        assert!(message.contains("not created by KubeSpaces"), "{message}");
+    }
+
+    #[test]
+    fn everything_in_place_is_all_true() {
+        let t = tenant();
+        let d = details(&t, &complete(&t));
+        assert!(d.iter().all(|c| c.status), "{d:?}");
+    }
+
+    #[test]
+    fn each_missing_object_is_named() {
+        let t = tenant();
+        let mut host = complete(&t);
+        host.limit_range = None;
+        let d = details(&t, &host);
+        let q = d
+            .iter()
+            .find(|c| c.type_ == conditions::QUOTA_READY)
+            .unwrap();
+        assert!(
+            !q.status
+                && q.message
+                    .contains("LimitRange kubespaces-tenant-team-atlas/tenant-defaults"),
+            "{q:?}"
+        );
+        host.network_policy = None;
+        host.owner_binding = None;
+        let d = details(&t, &host);
+        assert!(d.iter().any(|c| {
+            !c.status
+                && c.message
+                    .contains("NetworkPolicy kubespaces-tenant-team-atlas/tenant-isolation")
+        }));
+        assert!(d.iter().any(|c| {
+            !c.status
+                && c.message
+                    .contains("RoleBinding kubespaces-tenant-team-atlas/tenant-owner")
+        }));
+    }
+
+    #[test]
+    fn a_quota_is_ready_only_once_computed_for_the_current_spec() {
+        let mut t = tenant();
+        let q = enforced(build::quota(&t), &t);
+        assert!(quota_enforced(&t, &q));
+        assert!(!quota_enforced(&t, &build::quota(&t)), "no status yet");
+        t.spec.resources.cpu = Quantity("12".into());
+        assert!(!quota_enforced(&t, &q), "status still shows the old limit");
+    }
+
+    #[test]
+    fn a_terminating_namespace_says_what_is_left() {
+        let mut ns = namespace_labelled(Some("team-atlas"));
+        ns.status = Some(NamespaceStatus {
+            phase: Some("Terminating".into()),
+            conditions: Some(vec![NamespaceCondition {
+                type_: "NamespaceContentRemaining".into(),
+                status: "True".into(),
+                message: Some(
+                    "Some resources are remaining: pods. has 2 resource instances".into(),
+                ),
+                ..Default::default()
+            }]),
+        });
+        assert_eq!(
+            terminating_reason(&ns),
+            "namespace kubespaces-tenant-team-atlas is terminating: Some resources are remaining: pods. has 2 resource instances"
+        );
+        let t = tenant();
+        let mut host = complete(&t);
+        host.namespace = Some(ns);
+        let d = details(&t, &host);
+        assert_eq!(d[0].reason, "Terminating");
+    }
+}

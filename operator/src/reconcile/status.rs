@@ -1,0 +1,114 @@
+//! Status: computed from conditions (pure), written only when it changed.
+
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::{
+    Api, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+    runtime::events::EventType,
+};
+use serde_json::json;
+
+use super::{Context, host::Outcome, observe, publish};
+use crate::{
+    api::{QuotaStatus, Tenant, TenantStatus},
+    conditions::{self, Desired, Phase},
+    error::Result,
+    names,
+};
+
+/// The status after a successful pass over the host side.
+pub fn from_outcome(tenant: &Tenant, outcome: &Outcome) -> TenantStatus {
+    let summary = conditions::summarize(
+        outcome.details.clone(),
+        outcome.stalled.clone(),
+        &observe::ready_message(tenant),
+    );
+    with_conditions(tenant, summary, outcome.quota.clone())
+}
+
+/// The status with the given conditions; the phase and observedGeneration follow from them.
+/// Quota figures are kept from the current status when none are given.
+pub fn with_conditions(
+    tenant: &Tenant,
+    desired: Vec<Desired>,
+    quota: Option<QuotaStatus>,
+) -> TenantStatus {
+    let existing = tenant.status.clone().unwrap_or_default();
+    let generation = tenant.metadata.generation;
+    let now = Time(Timestamp::now());
+    let conditions = conditions::merge(&existing.conditions, desired, generation, &now);
+    let phase = conditions::phase(&conditions, tenant.metadata.deletion_timestamp.is_some());
+    // observedGeneration moves only when this generation reached a verdict (Ready or a
+    // permanent failure): Flux and kstatus read it as "this spec has been fully applied".
+    let observed_generation = match phase {
+        Phase::Ready | Phase::Failed => generation,
+        _ => existing.observed_generation,
+    };
+    let request_token = names::RECONCILE_REQUEST_ANNOTATIONS
+        .iter()
+        .find_map(|a| tenant.annotations().get(*a).cloned());
+    TenantStatus {
+        phase: Some(phase.as_str().to_owned()),
+        observed_generation,
+        namespace: Some(names::namespace(&tenant.name_any())),
+        quota: quota.or(existing.quota),
+        last_handled_reconcile_at: request_token.or(existing.last_handled_reconcile_at),
+        conditions,
+        ..existing
+    }
+}
+
+/// Writes `new` unless it equals the current status, records the phase in the metrics, and
+/// reports phase transitions as Events.
+pub async fn write(
+    api: &Api<Tenant>,
+    tenant: &Tenant,
+    new: TenantStatus,
+    ctx: &Context,
+) -> Result<()> {
+    let name = tenant.name_any();
+    let phase_of = |s: Option<&TenantStatus>| s.and_then(|s| s.phase.clone());
+    let old_phase = phase_of(tenant.status.as_ref());
+    let new_phase = phase_of(Some(&new));
+    if let Some(p) = Phase::ALL
+        .iter()
+        .find(|p| Some(p.as_str()) == new_phase.as_deref())
+    {
+        ctx.metrics.set_phase(&name, Some(*p));
+    }
+    if tenant.status.as_ref() == Some(&new) {
+        return Ok(());
+    }
+    let was_ready = tenant
+        .condition(conditions::READY)
+        .is_some_and(|c| c.status == "True");
+    let now_ready = new
+        .conditions
+        .iter()
+        .any(|c| c.type_ == conditions::READY && c.status == "True");
+    let body = json!({"apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant", "status": new});
+    let params = PatchParams::apply(names::STATUS_FIELD_MANAGER).force();
+    api.patch_status(&name, &params, &Patch::Apply(&body))
+        .await?;
+
+    if now_ready
+        && !was_ready
+        && let Some(created) = tenant.creation_timestamp()
+        && let Ok(elapsed) =
+            std::time::Duration::try_from(Timestamp::now().duration_since(created.0))
+    {
+        ctx.metrics.observe_time_to_ready(elapsed);
+    }
+    if old_phase != new_phase {
+        let phase = new_phase.unwrap_or_default();
+        let ready = new.conditions.iter().find(|c| c.type_ == conditions::READY);
+        let note = ready.map(|c| c.message.clone()).unwrap_or_default();
+        let type_ = if phase == Phase::Failed.as_str() {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        publish(ctx, &tenant.object_ref(&()), type_, &phase, &note).await;
+    }
+    Ok(())
+}
