@@ -1,0 +1,279 @@
+//! Provider configuration: where the host cluster's API is and how to authenticate.
+//!
+//! Three ways, checked in this order, each attribute falling back to the environment
+//! variable the hashicorp/kubernetes provider uses, so existing CI setups work unchanged:
+//! 1. `host` (`KUBE_HOST`) + `token` (`KUBE_TOKEN`) + `cluster_ca_certificate`
+//!    (`KUBE_CLUSTER_CA_CERT_DATA`) [+ `insecure` (`KUBE_INSECURE`)];
+//! 2. `config_path` (`KUBE_CONFIG_PATH`) and/or `config_context` (`KUBE_CTX`);
+//! 3. nothing set: `KUBECONFIG`, then `~/.kube/config`, then in-cluster service account.
+
+use std::sync::LazyLock;
+
+use base64::Engine as _;
+
+use crate::diag::{AttrPath, Diag};
+use crate::schema::{Attribute, Block, Mode};
+use crate::value::{Type, Value};
+
+pub static SCHEMA: LazyLock<Block> = LazyLock::new(|| {
+    let s = |name, what| Attribute::new(name, Type::String, Mode::Optional, what);
+    Block {
+        attributes: vec![
+            s(
+                "config_path",
+                "Path to a kubeconfig file for the host cluster. Env: `KUBE_CONFIG_PATH`. Without any setting, `KUBECONFIG`, `~/.kube/config` or the in-cluster service account is used.",
+            ),
+            s(
+                "config_context",
+                "Context to use from the kubeconfig. Env: `KUBE_CTX`. Default: the current context.",
+            ),
+            s(
+                "host",
+                "URL of the host cluster's API server, e.g. `https://10.0.0.1:6443`. Env: `KUBE_HOST`. Takes precedence over kubeconfig settings.",
+            ),
+            s("token", "Bearer token for `host`. Env: `KUBE_TOKEN`.").sensitive(),
+            s(
+                "cluster_ca_certificate",
+                "PEM CA certificate of `host`. Env: `KUBE_CLUSTER_CA_CERT_DATA`.",
+            ),
+            Attribute::new(
+                "insecure",
+                Type::Bool,
+                Mode::Optional,
+                "Skip TLS verification of `host` (test clusters only). Env: `KUBE_INSECURE`.",
+            ),
+        ],
+        blocks: vec![],
+        description: "Connects to the host cluster where the KubeSpaces operator runs.",
+    }
+});
+
+pub static TYPE: LazyLock<Type> = LazyLock::new(|| SCHEMA.implied_type());
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Explicit {
+        host: String,
+        token: Option<String>,
+        ca_pem: Option<String>,
+        insecure: bool,
+    },
+    Kubeconfig {
+        path: Option<String>,
+        context: Option<String>,
+    },
+    Infer,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("finding cluster credentials: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    #[error("building the kubeconfig for host: {0}")]
+    Explicit(#[from] serde_json::Error),
+    #[error("creating the Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// Works out where to connect, from configuration and then the environment. Returns
+/// diagnostics when the configuration cannot be used yet (unknown values) or is inconsistent.
+pub fn source(config: &Value, env: impl Fn(&str) -> Option<String>) -> Result<Source, Vec<Diag>> {
+    let unknown: Vec<Diag> = SCHEMA
+        .attributes
+        .iter()
+        .filter(|a| config.get(a.name).is_unknown())
+        .map(|a| {
+            Diag::error(
+                "Provider configuration is not known yet",
+                format!("`{}` depends on a value known only after apply. Configure the kubespaces provider from values known at plan time (variables, data sources, or resources applied in an earlier run).", a.name),
+            )
+            .at(AttrPath::root(a.name))
+        })
+        .collect();
+    if config.is_unknown() || !unknown.is_empty() {
+        return Err(unknown);
+    }
+    let get = |attr: &str, var: &str| {
+        config
+            .get(attr)
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| env(var))
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(host) = get("host", "KUBE_HOST") {
+        let insecure = config
+            .get("insecure")
+            .as_bool()
+            .or_else(|| {
+                env("KUBE_INSECURE").map(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "True"))
+            })
+            .unwrap_or(false);
+        return Ok(Source::Explicit {
+            host,
+            token: get("token", "KUBE_TOKEN"),
+            ca_pem: get("cluster_ca_certificate", "KUBE_CLUSTER_CA_CERT_DATA"),
+            insecure,
+        });
+    }
+    let path = get("config_path", "KUBE_CONFIG_PATH");
+    let context = get("config_context", "KUBE_CTX");
+    if path.is_some() || context.is_some() {
+        return Ok(Source::Kubeconfig { path, context });
+    }
+    Ok(Source::Infer)
+}
+
+/// The in-memory kubeconfig for `host`/`token`/CA, so kube's own TLS and auth handling
+/// (the same as for a kubeconfig file) applies.
+fn explicit_kubeconfig(
+    host: &str,
+    token: Option<&str>,
+    ca_pem: Option<&str>,
+    insecure: bool,
+) -> Result<kube::config::Kubeconfig, serde_json::Error> {
+    let mut cluster = serde_json::json!({"server": host});
+    if let Some(ca) = ca_pem {
+        cluster["certificate-authority-data"] =
+            base64::engine::general_purpose::STANDARD.encode(ca).into();
+    }
+    if insecure {
+        cluster["insecure-skip-tls-verify"] = true.into();
+    }
+    let user = token.map_or_else(
+        || serde_json::json!({}),
+        |t| serde_json::json!({"token": t}),
+    );
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "host", "cluster": cluster}],
+        "users": [{"name": "terraform", "user": user}],
+        "contexts": [{"name": "host", "context": {"cluster": "host", "user": "terraform"}}],
+        "current-context": "host",
+    }))
+}
+
+pub async fn client(source: &Source) -> Result<kube::Client, ConfigError> {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let config = match source {
+        Source::Explicit {
+            host,
+            token,
+            ca_pem,
+            insecure,
+        } => {
+            let kc = explicit_kubeconfig(host, token.as_deref(), ca_pem.as_deref(), *insecure)?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
+        }
+        Source::Kubeconfig { path, context } => {
+            let options = KubeConfigOptions {
+                context: context.clone(),
+                ..KubeConfigOptions::default()
+            };
+            match path {
+                Some(p) => {
+                    let kc = Kubeconfig::read_from(shellexpand_home(p))?;
+                    kube::Config::from_custom_kubeconfig(kc, &options).await?
+                }
+                None => kube::Config::from_kubeconfig(&options).await?,
+            }
+        }
+        Source::Infer => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// `~/x` as users write it in HCL.
+fn shellexpand_home(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, Value)]) -> Value {
+        let mut v = Value::Null;
+        for a in &SCHEMA.attributes {
+            v.set(a.name, Value::Null);
+        }
+        for (k, val) in pairs {
+            v.set(k, val.clone());
+        }
+        v
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn host_wins_and_falls_back_to_env_for_the_rest() {
+        let env = |k: &str| match k {
+            "KUBE_TOKEN" => Some("t0k".to_owned()),
+            "KUBE_CONFIG_PATH" => Some("/ignored".to_owned()),
+            _ => None,
+        };
+        let s = source(&cfg(&[("host", Value::string("https://h:6443"))]), env).unwrap();
+        assert_eq!(
+            s,
+            Source::Explicit {
+                host: "https://h:6443".into(),
+                token: Some("t0k".into()),
+                ca_pem: None,
+                insecure: false
+            }
+        );
+    }
+
+    #[test]
+    fn attribute_beats_environment() {
+        let env = |k: &str| (k == "KUBE_CTX").then(|| "from-env".to_owned());
+        let s = source(&cfg(&[("config_context", Value::string("kind-dev"))]), env).unwrap();
+        assert_eq!(
+            s,
+            Source::Kubeconfig {
+                path: None,
+                context: Some("kind-dev".into())
+            }
+        );
+        let s = source(&cfg(&[]), env).unwrap();
+        assert_eq!(
+            s,
+            Source::Kubeconfig {
+                path: None,
+                context: Some("from-env".into())
+            }
+        );
+    }
+
+    #[test]
+    fn nothing_set_infers() {
+        assert_eq!(source(&cfg(&[]), no_env), Ok(Source::Infer));
+        assert_eq!(source(&Value::Null, no_env), Ok(Source::Infer));
+    }
+
+    #[test]
+    fn unknown_values_are_reported_at_their_attribute() {
+        let err = source(&cfg(&[("host", Value::Unknown)]), no_env).unwrap_err();
+        assert_eq!(err.len(), 1);
+        assert_eq!(err[0].path, Some(AttrPath::root("host")));
+    }
+
+    #[test]
+    fn explicit_kubeconfig_carries_server_token_and_ca() {
+        let kc = explicit_kubeconfig("https://h:6443", Some("t"), Some("PEM"), true).unwrap();
+        let cluster = kc.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://h:6443"));
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some("UEVN"));
+        assert_eq!(cluster.insecure_skip_tls_verify, Some(true));
+        assert!(kc.auth_infos[0].auth_info.as_ref().unwrap().token.is_some());
+        assert_eq!(kc.current_context.as_deref(), Some("host"));
+    }
+}

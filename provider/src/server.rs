@@ -1,0 +1,279 @@
+//! The tfplugin6 `Provider` service: decodes requests, hands plain values to the resource
+//! logic, encodes the answers. Problems a user can fix become diagnostics; gRPC errors are
+//! kept for requests that make no sense (an unknown type name).
+
+use tokio::sync::RwLock;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+use crate::config;
+use crate::diag::{self, Diag};
+use crate::proto::tfplugin6::{self as tf, provider_server::Provider};
+use crate::tenant::{self, schema as ts};
+use crate::value::{self, Type, Value};
+
+type RpcResult<T> = Result<Response<T>, Status>;
+
+pub struct KubespacesProvider {
+    /// Set by ConfigureProvider: the client, or why there is none.
+    client: RwLock<Option<Result<kube::Client, String>>>,
+    /// Cancelled by StopProvider (Ctrl-C in Terraform): in-flight waits end early.
+    stop: CancellationToken,
+}
+
+impl Default for KubespacesProvider {
+    fn default() -> Self {
+        Self {
+            client: RwLock::new(None),
+            stop: CancellationToken::new(),
+        }
+    }
+}
+
+fn unknown_type(type_name: &str) -> Status {
+    Status::invalid_argument(format!("unknown resource type {type_name:?}"))
+}
+
+/// Decodes a DynamicValue; an absent one is null, like Terraform's own `decodeDynamicValue`.
+pub(crate) fn decode(dv: Option<&tf::DynamicValue>, ty: &Type) -> Result<Value, Diag> {
+    let Some(dv) = dv else { return Ok(Value::Null) };
+    let result = if dv.msgpack.is_empty() && !dv.json.is_empty() {
+        value::from_json(&dv.json, ty)
+    } else {
+        value::from_msgpack(&dv.msgpack, ty)
+    };
+    result.map_err(|e| Diag::error("Could not decode a value from Terraform", e.to_string()))
+}
+
+pub(crate) fn encode(v: &Value, ty: &Type) -> Result<tf::DynamicValue, Diag> {
+    value::to_msgpack(v, ty)
+        .map(|msgpack| tf::DynamicValue {
+            msgpack,
+            json: vec![],
+        })
+        .map_err(|e| Diag::error("Provider bug: could not encode a value", e.to_string()))
+}
+
+fn server_capabilities() -> tf::ServerCapabilities {
+    tf::ServerCapabilities {
+        // Destroy needs no provider-side plan; Terraform then skips PlanResourceChange.
+        plan_destroy: false,
+        // The schema is static, so Terraform may reuse a cached copy.
+        get_provider_schema_optional: true,
+        move_resource_state: false,
+    }
+}
+
+#[tonic::async_trait]
+impl Provider for KubespacesProvider {
+    async fn get_metadata(
+        &self,
+        _request: Request<tf::get_metadata::Request>,
+    ) -> RpcResult<tf::get_metadata::Response> {
+        Ok(Response::new(tf::get_metadata::Response {
+            server_capabilities: Some(server_capabilities()),
+            diagnostics: vec![],
+            data_sources: vec![tf::get_metadata::DataSourceMetadata {
+                type_name: ts::TYPE_NAME.to_owned(),
+            }],
+            resources: vec![tf::get_metadata::ResourceMetadata {
+                type_name: ts::TYPE_NAME.to_owned(),
+            }],
+            functions: vec![],
+            ephemeral_resources: vec![],
+        }))
+    }
+
+    async fn get_provider_schema(
+        &self,
+        _request: Request<tf::get_provider_schema::Request>,
+    ) -> RpcResult<tf::get_provider_schema::Response> {
+        Ok(Response::new(tf::get_provider_schema::Response {
+            provider: Some(config::SCHEMA.to_schema(0)),
+            resource_schemas: [(
+                ts::TYPE_NAME.to_owned(),
+                ts::RESOURCE.to_schema(ts::SCHEMA_VERSION),
+            )]
+            .into(),
+            data_source_schemas: [(ts::TYPE_NAME.to_owned(), ts::DATA_SOURCE.to_schema(0))].into(),
+            server_capabilities: Some(server_capabilities()),
+            ..Default::default()
+        }))
+    }
+
+    async fn get_functions(
+        &self,
+        _request: Request<tf::get_functions::Request>,
+    ) -> RpcResult<tf::get_functions::Response> {
+        // OpenTofu asks for functions on its own path; "none" beats an Unimplemented error.
+        Ok(Response::new(tf::get_functions::Response::default()))
+    }
+
+    async fn validate_provider_config(
+        &self,
+        request: Request<tf::validate_provider_config::Request>,
+    ) -> RpcResult<tf::validate_provider_config::Response> {
+        let diags = match decode(request.get_ref().config.as_ref(), &config::TYPE) {
+            // Unknowns are fine at validation time; ConfigureProvider reports them.
+            Ok(v) => config::source(&v, |_| None).err().map_or(vec![], |d| {
+                d.into_iter()
+                    .filter(|d| !d.summary.contains("not known yet"))
+                    .collect()
+            }),
+            Err(d) => vec![d],
+        };
+        Ok(Response::new(tf::validate_provider_config::Response {
+            diagnostics: diag::to_proto(&diags),
+        }))
+    }
+
+    async fn configure_provider(
+        &self,
+        request: Request<tf::configure_provider::Request>,
+    ) -> RpcResult<tf::configure_provider::Response> {
+        let req = request.get_ref();
+        tracing::debug!(terraform_version = %req.terraform_version, "configuring provider");
+        let state = match decode(req.config.as_ref(), &config::TYPE) {
+            Err(d) => Err(d.detail),
+            Ok(v) => match config::source(&v, |k| std::env::var(k).ok()) {
+                // Not an error yet: a plan without existing tenants needs no client.
+                Err(diags) => Err(diags
+                    .into_iter()
+                    .map(|d| d.detail)
+                    .collect::<Vec<_>>()
+                    .join("; ")),
+                Ok(source) => config::client(&source).await.map_err(|e| e.to_string()),
+            },
+        };
+        let diags = match &state {
+            Err(e) => vec![Diag::warning(
+                "The kubespaces provider has no cluster connection",
+                e.clone(),
+            )],
+            Ok(_) => vec![],
+        };
+        *self.client.write().await = Some(state);
+        Ok(Response::new(tf::configure_provider::Response {
+            diagnostics: diag::to_proto(&diags),
+        }))
+    }
+
+    async fn validate_resource_config(
+        &self,
+        request: Request<tf::validate_resource_config::Request>,
+    ) -> RpcResult<tf::validate_resource_config::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let diags = match decode(req.config.as_ref(), &ts::RESOURCE_TYPE) {
+            Ok(v) => tenant::validate::validate(&v),
+            Err(d) => vec![d],
+        };
+        Ok(Response::new(tf::validate_resource_config::Response {
+            diagnostics: diag::to_proto(&diags),
+        }))
+    }
+
+    async fn validate_data_resource_config(
+        &self,
+        request: Request<tf::validate_data_resource_config::Request>,
+    ) -> RpcResult<tf::validate_data_resource_config::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let diags = match decode(req.config.as_ref(), &ts::DATA_SOURCE_TYPE) {
+            Ok(v) => match v.get("name").as_str().map(tenant::rules::tenant_name) {
+                Some(Err(detail)) => {
+                    vec![Diag::error("Invalid name", detail).at(diag::AttrPath::root("name"))]
+                }
+                _ => vec![],
+            },
+            Err(d) => vec![d],
+        };
+        Ok(Response::new(tf::validate_data_resource_config::Response {
+            diagnostics: diag::to_proto(&diags),
+        }))
+    }
+
+    async fn upgrade_resource_state(
+        &self,
+        request: Request<tf::upgrade_resource_state::Request>,
+    ) -> RpcResult<tf::upgrade_resource_state::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        // Version 0 is the only version so far; re-encoding through the current type drops
+        // removed attributes and adds new ones as null.
+        let json = req
+            .raw_state
+            .as_ref()
+            .map(|r| r.json.as_slice())
+            .unwrap_or_default();
+        let result = value::from_json(json, &ts::RESOURCE_TYPE)
+            .map_err(|e| Diag::error("Could not read the stored state", e.to_string()))
+            .and_then(|v| encode(&v, &ts::RESOURCE_TYPE));
+        let (upgraded_state, diags) = match result {
+            Ok(dv) => (Some(dv), vec![]),
+            Err(d) => (None, vec![d]),
+        };
+        Ok(Response::new(tf::upgrade_resource_state::Response {
+            upgraded_state,
+            diagnostics: diag::to_proto(&diags),
+        }))
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: Request<tf::plan_resource_change::Request>,
+    ) -> RpcResult<tf::plan_resource_change::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let ty = &*ts::RESOURCE_TYPE;
+        let decoded = (|| {
+            Ok::<_, Diag>((
+                decode(req.prior_state.as_ref(), ty)?,
+                decode(req.proposed_new_state.as_ref(), ty)?,
+                decode(req.config.as_ref(), ty)?,
+            ))
+        })();
+        let mut response = tf::plan_resource_change::Response {
+            planned_private: req.prior_private.clone(),
+            ..Default::default()
+        };
+        let (prior, proposed, config) = match decoded {
+            Ok(v) => v,
+            Err(d) => {
+                response.diagnostics = vec![d.to_proto()];
+                return Ok(Response::new(response));
+            }
+        };
+        if proposed.is_null() {
+            // Destroy: nothing to plan (only reached if plan_destroy were enabled).
+            response.planned_state = req.proposed_new_state.clone();
+            return Ok(Response::new(response));
+        }
+        let plan = tenant::plan::plan(&prior, &proposed, &config);
+        match encode(&plan.planned, ty) {
+            Ok(dv) => response.planned_state = Some(dv),
+            Err(d) => response.diagnostics.push(d.to_proto()),
+        }
+        response.requires_replace = plan.requires_replace.iter().map(|p| p.to_proto()).collect();
+        Ok(Response::new(response))
+    }
+
+    async fn stop_provider(
+        &self,
+        _request: Request<tf::stop_provider::Request>,
+    ) -> RpcResult<tf::stop_provider::Response> {
+        tracing::info!("StopProvider: cancelling in-flight waits");
+        self.stop.cancel();
+        Ok(Response::new(tf::stop_provider::Response {
+            error: String::new(),
+        }))
+    }
+}

@@ -1,0 +1,8 @@
+//! The `kubespaces_tenant` resource and data source. Pure logic (schema, validation, plan)
+//! lives in its own files; only `ops` talks to Kubernetes.
+
+pub mod plan;
+pub mod quantity;
+pub mod rules;
+pub mod schema;
+pub mod validate;

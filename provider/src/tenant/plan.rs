@@ -1,0 +1,111 @@
+//! `PlanResourceChange` for `kubespaces_tenant`, as a pure function.
+//!
+//! The contract (Terraform `docs/resource-instance-change-lifecycle.md`, enforced by
+//! `objchange.AssertPlanValid`): configured values are planned as configured (or as the prior
+//! value when the difference is only notation); computed values may be anything, but every
+//! *known* planned value must come back identical from apply. So:
+//!
+//! * nothing changed → return the prior state exactly, or every plan shows a perpetual diff;
+//! * create → computed values the operator decides are unknown; `id` and `namespace` follow
+//!   from the name and are known as soon as the name is;
+//! * update → stable computed values (endpoints, kubeconfig, namespace) keep their prior
+//!   value; only `phase` becomes unknown, and only when the spec changes;
+//! * `name` forces replacement (Terraform ignores the path when the value did not change).
+//!
+//! `deletion_policy` and `wait_for_ready` are optional with a default: when the
+//! configuration leaves them out the default is planned (like terraform-plugin-framework's
+//! `Default`), so deleting the line from the file goes back to the default.
+
+use crate::diag::AttrPath;
+use crate::value::Value;
+
+use super::quantity;
+use super::schema::DEFAULT_DELETION_POLICY;
+
+#[derive(Debug, PartialEq)]
+pub struct Plan {
+    pub planned: Value,
+    pub requires_replace: Vec<AttrPath>,
+}
+
+/// Computed attributes the operator decides; unknown until it has.
+const OPERATOR_DECIDED: [&str; 4] = ["phase", "api_endpoint", "apps_domain", "kubeconfig"];
+
+pub fn namespace_of(name: &str) -> String {
+    format!("kubespaces-tenant-{name}")
+}
+
+/// Values that follow from the name alone: known exactly when the name is.
+fn derived_from_name(name: &Value) -> (Value, Value) {
+    match name.as_str() {
+        Some(n) => (Value::string(n), Value::string(namespace_of(n))),
+        None => (Value::Unknown, Value::Unknown),
+    }
+}
+
+pub fn plan(prior: &Value, proposed: &Value, config: &Value) -> Plan {
+    let requires_replace = vec![AttrPath::root("name")];
+    let mut planned = proposed.clone();
+    apply_defaults(&mut planned, config);
+
+    if prior.is_null() {
+        let (id, namespace) = derived_from_name(planned.get("name"));
+        planned.set("id", id);
+        planned.set("namespace", namespace);
+        for attr in OPERATOR_DECIDED {
+            planned.set(attr, Value::Unknown);
+        }
+        return Plan {
+            planned,
+            requires_replace,
+        };
+    }
+
+    // Same quota written differently ("1" → "1000m"): keep what is stored, no update.
+    for q in ["cpu", "memory", "storage"] {
+        if let (Some(p), Some(c)) = (prior.get(q).as_str(), planned.get(q).as_str())
+            && p != c
+            && quantity::same(p, c)
+        {
+            planned.set(q, Value::string(p));
+        }
+    }
+
+    if planned.get("name") != prior.get("name") {
+        // Replacement: everything computed belongs to the new tenant.
+        let (id, namespace) = derived_from_name(planned.get("name"));
+        planned.set("id", id);
+        planned.set("namespace", namespace);
+        for attr in OPERATOR_DECIDED {
+            planned.set(attr, Value::Unknown);
+        }
+    } else if super::schema::SPEC_ATTRS
+        .iter()
+        .any(|a| planned.get(a) != prior.get(a))
+    {
+        // The operator reconciles the new spec: the phase passes through Provisioning.
+        planned.set("phase", Value::Unknown);
+    }
+
+    if planned == *prior {
+        // Byte-identical prior state: no diff, not even a reordered one.
+        planned = prior.clone();
+    }
+    Plan {
+        planned,
+        requires_replace,
+    }
+}
+
+fn apply_defaults(planned: &mut Value, config: &Value) {
+    if config.get("deletion_policy").is_null() {
+        planned.set("deletion_policy", Value::string(DEFAULT_DELETION_POLICY));
+    }
+    if config.get("wait_for_ready").is_null() {
+        planned.set("wait_for_ready", Value::Bool(true));
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
