@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # Builds the real control-plane binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubectl, etcd, kwok) from the pinned Go modules under acceptance/tools/, and caches them under
-# ~/.cache/kubespaces/<component>/<version>-<go version>-<hash of pins and this script>/.
-# Prints the directory holding all binaries (a directory of symlinks) on stdout; logs go to stderr.
+# ~/.cache/kubespaces/<component>/<version>-<go version>-<hash of pins and flags>/.
+# Also assembles kwok's stage file (kwok-stages.yaml) from the pinned kwok module: the kwok binary
+# has no built-in stages.
+# Prints the directory holding everything (a directory of symlinks) on stdout; logs go to stderr.
+# Concurrent runs (make up and make test at once) are serialised by a lock: never two Go builds.
 set -euo pipefail
+# Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
+# to mark a broken cache entry complete.
+shopt -s inherit_errexit
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS="$HERE/../tools"
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}"
 export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath GOGC=300
 
-command -v go >/dev/null || { echo "build-tools: Go is required (apt-get install golang or a Go toolchain >= 1.26)" >&2; exit 1; }
+command -v go >/dev/null || { echo "build-tools: Go is required (a Go toolchain >= 1.26 on PATH)" >&2; exit 1; }
 GOV=$(go env GOVERSION)
+
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.build.lock"
+if ! flock -n 9; then
+  echo "build-tools: another build-tools.sh is running; waiting for it (its results are reused)" >&2
+  flock 9
+fi
+# Directories of builds that were interrupted (we hold the lock, so none is in progress).
+rm -rf "$CACHE"/*/*.tmp.*
 
 # build_cached NAME VERSION MODDIR LDFLAGS PKG...  -> echoes the cache dir holding the binaries
 build_cached() {
@@ -23,11 +38,18 @@ build_cached() {
     echo "build-tools: building $name $version (cold builds take minutes; cached afterwards in $out)" >&2
     mkdir -p "$CACHE/$name"
     tmp=$(mktemp -d "$out.tmp.XXXXXX")
-    ( cd "$moddir" && go mod download && go build -ldflags "$ldflags" -o "$tmp/" "$@" ) >&2
+    local t0=$SECONDS
+    if ! ( cd "$moddir" && go mod download && go build -ldflags "$ldflags" -o "$tmp/" "$@" ) >&2; then
+      rm -rf "$tmp"
+      echo "build-tools: building $name $version failed" >&2
+      return 1
+    fi
     # etcd's main package is the module root (.../server/v3): go names that binary "server".
-    [ -e "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd"
+    if [ -e "$tmp/server" ]; then mv "$tmp/server" "$tmp/etcd"; fi
+    chmod 755 "$tmp"
     touch "$tmp/.complete"
     rm -rf "$out"; mv "$tmp" "$out"
+    echo "build-tools: built $name $version in $((SECONDS - t0))s" >&2
   fi
   echo "$out"
 }
@@ -50,11 +72,33 @@ K8S_DIR=$(build_cached k8s "$K8S_V" "$TOOLS/k8s" "$K8S_LD" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
 
-BIN="$CACHE/bin"
+# kwok's stages, from the same pinned module as the binary (kept next to it in the cache):
+# node initialize + lease heartbeat (kwokctl's defaults), fast pod ready/complete/delete, and the
+# volume stages that provision/bind/release PVs for PVCs of the `kwok-volume` StorageClass.
+STAGES="$KWOK_DIR/kwok-stages.yaml"
+if [ ! -s "$STAGES" ]; then
+  kwok_mod=$(cd "$TOOLS/kwok" && go mod download sigs.k8s.io/kwok >&2 && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  tmp=$(mktemp "$STAGES.tmp.XXXXXX")
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml \
+           volume/fast/pvc-provision.yaml volume/fast/pv-bind.yaml volume/fast/pvc-delete.yaml \
+           volume/fast/pv-delete.yaml; do
+    echo '---'
+    cat "$kwok_mod/kustomize/stage/$f"
+  done >"$tmp"
+  chmod 644 "$tmp"
+  mv "$tmp" "$STAGES"
+fi
+
+# One symlink dir per combination of builds, so a checkout with other pins (or a rebuild) never
+# swaps binaries under a cluster that is running from an older combination.
+# (Older versions of this script put the symlinks straight into $CACHE/bin: drop those.)
+find "$CACHE/bin" -maxdepth 1 -type l -delete 2>/dev/null || true
+BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR" | sha256sum | cut -c1-12)"
 mkdir -p "$BIN"
 for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"/kube-scheduler \
-         "$K8S_DIR"/kubectl "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok; do
-  [ -x "$f" ] || { echo "build-tools: missing $f" >&2; exit 1; }
+         "$K8S_DIR"/kubectl "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$STAGES"; do
+  [ -e "$f" ] || { echo "build-tools: missing $f" >&2; exit 1; }
   ln -sfn "$f" "$BIN/$(basename "$f")"
 done
 echo "$BIN"

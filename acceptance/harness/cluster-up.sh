@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# cluster-up.sh STATE_DIR — starts a real local control plane (etcd, kube-apiserver, the CRDs from
+# operator/manifests, kube-controller-manager, kube-scheduler, kwok with one fake node) whose state
+# lives in STATE_DIR (recipe: shared/reference/harness.md §3, §4, §8).
+#
+# Writes STATE_DIR/kubeconfig (0600) and STATE_DIR/env (export lines for KUBECONFIG,
+# KUBESPACES_KUBECTL, KUBESPACES_BIN, KUBESPACES_STATE). Idempotent: if this STATE_DIR already has a
+# healthy cluster it only says so; leftovers of a dead one are cleaned up first.
+#
+# Env: KUBESPACES_BIN (skip build-tools.sh and use these binaries),
+#      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs).
+set -euo pipefail
+# shellcheck source=acceptance/harness/lib.sh
+. "$(dirname "$0")/lib.sh"
+LOG_PREFIX=cluster-up
+
+[ $# -eq 1 ] || die "usage: $0 STATE_DIR"
+STATE=$(abspath "$1")
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+T0=$(date +%s.%N)
+elapsed() { python3 -c "import time;print(f'{time.time()-$T0:.1f}s')"; }
+
+ensure_runtime_tools
+
+# One cluster-up/down at a time per state dir (two `make up` in parallel must not race).
+exec 9>"$STATE/.lock"
+flock 9
+
+healthy() {
+  local n
+  for n in "${COMPONENTS[@]}"; do pid_alive "$STATE" "$n" >/dev/null || return 1; done
+  [ -f "$STATE/kubeconfig" ] && [ -f "$STATE/env" ] || return 1
+  # shellcheck disable=SC1091
+  (. "$STATE/env" && "$KUBESPACES_KUBECTL" get --raw=/readyz >/dev/null 2>&1)
+}
+
+if healthy; then
+  log "a cluster is already running in $STATE (nothing to do)"
+  exit 0
+fi
+if [ -d "$STATE/run" ] && [ -n "$(ls -A "$STATE/run" 2>/dev/null)" ]; then
+  log "cleaning up the leftovers of a previous cluster in $STATE"
+  "$HARNESS_DIR/cluster-down.sh" --locked "$STATE"
+fi
+
+BIN=${KUBESPACES_BIN:-}
+if [ -z "$BIN" ]; then
+  ensure_go
+  BIN=$("$HARNESS_DIR/build-tools.sh")
+fi
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages.yaml; do
+  [ -e "$BIN/$b" ] || die "missing $BIN/$b (run acceptance/harness/build-tools.sh)"
+done
+K="$BIN/kubectl"
+
+# Fresh state, but keep the directory itself (it may hold the lock and the caller's files).
+rm -rf "$STATE/pki" "$STATE/logs" "$STATE/run" "$STATE/kubeconfig" "$STATE/env" "$STATE/scheduler.yaml"
+P="$STATE/pki"; L="$STATE/logs"
+mkdir -p "$P" "$L" "$STATE/run"
+chmod 700 "$P"
+
+ETCD_PORT=$(freeport); ETCD_PEER=$(freeport); API_PORT=$(freeport)
+KCM_PORT=$(freeport); SCHED_PORT=$(freeport); KWOK_PORT=$(freeport)
+
+# ---------------------------------------------------------------- PKI (harness.md §3.3)
+# umask 077: every key (CA, serving, service-account) is written 0600 from the start.
+(
+  umask 077
+  cd "$P"
+  openssl req -x509 -new -nodes -newkey rsa:2048 -sha256 -days 3650 -keyout ca.key -out ca.crt \
+    -subj "/CN=kubespaces-dev-ca" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+  openssl req -new -nodes -newkey rsa:2048 -keyout apiserver.key -out apiserver.csr \
+    -subj "/CN=kube-apiserver" 2>/dev/null
+  cat >apiserver.ext <<'EOF'
+basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1
+EOF
+  openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
+    -extfile apiserver.ext -out apiserver.crt 2>/dev/null
+  openssl genrsa -out sa.key 2048 2>/dev/null
+  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  # A static bearer token in system:masters: the simplest credential every client understands
+  # (kubectl, kube-rs, kcm, scheduler, kwok); system:masters bypasses RBAC.
+  printf '%s,kubespaces-admin,uid-kubespaces-admin,"system:masters"\n' \
+    "$(head -c24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >tokens.csv
+  chmod 0644 ca.crt apiserver.crt sa.pub
+)
+TOKEN=$(cut -d, -f1 "$P/tokens.csv")
+
+# ---------------------------------------------------------------- etcd (harness.md §2.1)
+# Data on /dev/shm (tmpfs) with --unsafe-no-fsync: a throwaway cluster needs speed, not durability.
+# The directory name is unique and recorded so cluster-down removes exactly this one.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  ETCD_DATA=$(mktemp -d /dev/shm/kubespaces-etcd.XXXXXX)
+else
+  ETCD_DATA="$STATE/etcd-data"; mkdir -p "$ETCD_DATA"; chmod 700 "$ETCD_DATA"
+fi
+echo "$ETCD_DATA" >"$STATE/run/etcd-data-dir"
+log "starting etcd (data in $ETCD_DATA)"
+start_bg "$STATE" etcd "$BIN/etcd" --name=node0 --data-dir="$ETCD_DATA" \
+  --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER" \
+  --initial-cluster="node0=http://127.0.0.1:$ETCD_PEER" \
+  --unsafe-no-fsync --auto-compaction-retention=1 --quota-backend-bytes=4294967296 --log-level=warn
+
+fail() {
+  log "error: $*"
+  print_log_tails "$STATE" 40
+  "$HARNESS_DIR/cluster-down.sh" --locked "$STATE" || true
+  exit 1
+}
+alive_or_fail() { pid_alive "$STATE" "$1" >/dev/null || fail "$1 exited during start-up (log: $L/$1.log)"; }
+
+wait_for etcd 30 curl -fsS "http://127.0.0.1:$ETCD_PORT/health" || fail "etcd did not become healthy"
+log "etcd healthy after $(elapsed)"
+
+# ---------------------------------------------------------------- kube-apiserver (harness.md §3.4)
+# --advertise-address=127.0.0.1: otherwise the apiserver derives it from the default route and
+# refuses to start on hosts without one. A loopback address is not a valid Endpoints address, hence
+# --endpoint-reconciler-type=none (the `kubernetes` Service exists, its endpoints are not needed).
+log "starting kube-apiserver on 127.0.0.1:$API_PORT"
+start_bg "$STATE" kube-apiserver "$BIN/kube-apiserver" \
+  --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  --bind-address=127.0.0.1 --secure-port="$API_PORT" \
+  --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+  --cert-dir="$P" --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+  --client-ca-file="$P/ca.crt" --token-auth-file="$P/tokens.csv" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+  --service-cluster-ip-range=10.96.0.0/16 \
+  --authorization-mode=RBAC \
+  --enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,ResourceQuota \
+  --allow-privileged=true --profiling=false --v=1
+
+api_ready() {
+  alive_or_fail kube-apiserver
+  curl -fsS --cacert "$P/ca.crt" -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$API_PORT/readyz"
+}
+wait_for kube-apiserver 180 api_ready || fail "kube-apiserver did not become ready"
+log "kube-apiserver ready after $(elapsed)"
+
+# ---------------------------------------------------------------- kubeconfig + env (harness.md §3.5)
+(
+  umask 077
+  cat >"$STATE/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubespaces-local
+  cluster:
+    server: https://127.0.0.1:${API_PORT}
+    certificate-authority-data: $(base64 -w0 <"$P/ca.crt")
+users:
+- name: kubespaces-admin
+  user:
+    token: ${TOKEN}
+contexts:
+- name: kubespaces-local
+  context: {cluster: kubespaces-local, user: kubespaces-admin, namespace: default}
+current-context: kubespaces-local
+EOF
+)
+export KUBECONFIG="$STATE/kubeconfig"
+{
+  printf 'export KUBECONFIG=%q\n' "$KUBECONFIG"
+  printf 'export KUBESPACES_KUBECTL=%q\n' "$K"
+  printf 'export KUBESPACES_BIN=%q\n' "$BIN"
+  printf 'export KUBESPACES_STATE=%q\n' "$STATE"
+} >"$STATE/env"
+
+# ---------------------------------------------------------------- CRDs, before kcm (harness.md §3.6)
+# kcm's garbage collector and quota controller re-read discovery only every 30 s, so CRDs must be
+# Established before kcm starts for owner-reference GC and quota counting to see them at once.
+# Server-side apply: large CRDs exceed the client-side last-applied annotation limit.
+CRD_DIRS=("$REPO_ROOT/operator/manifests")
+if [ -n "${KUBESPACES_CRD_DIRS:-}" ]; then
+  IFS=: read -r -a extra <<<"$KUBESPACES_CRD_DIRS"
+  CRD_DIRS+=("${extra[@]}")
+fi
+manifests=()
+for d in "${CRD_DIRS[@]}"; do
+  [ -d "$d" ] || continue
+  for f in "$d"/*.yaml; do [ -f "$f" ] && manifests+=("$f"); done
+done
+if [ ${#manifests[@]} -gt 0 ]; then
+  log "applying ${#manifests[@]} manifest(s): ${manifests[*]#"$REPO_ROOT/"}"
+  args=(); for f in "${manifests[@]}"; do args+=(-f "$f"); done
+  "$K" apply --server-side --force-conflicts --field-manager=kubespaces-harness "${args[@]}" >&2 \
+    || fail "kubectl apply of the manifests failed"
+  if [ -n "$("$K" get crd -o name 2>/dev/null)" ]; then
+    "$K" wait --for=condition=Established crd --all --timeout=60s >&2 || fail "CRDs not Established"
+  fi
+  log "manifests applied after $(elapsed)"
+else
+  log "no manifests in operator/manifests yet (skipping CRDs)"
+fi
+
+# ---------------------------------------------------------------- kube-controller-manager (§3.7)
+# All controllers: namespace deletion, GC, quota status, workload controllers, SA tokens (needs the
+# SA private key), root CA publisher, node lifecycle (removes the not-ready taint kwok nodes start with).
+log "starting kube-controller-manager"
+start_bg "$STATE" kube-controller-manager "$BIN/kube-controller-manager" \
+  --kubeconfig="$KUBECONFIG" --leader-elect=false --controllers='*' \
+  --use-service-account-credentials=false \
+  --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+  --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+  --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
+  --kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
+
+# ---------------------------------------------------------------- kube-scheduler (§3.8)
+# kwok only handles pods that already have spec.nodeName, so a real scheduler binds them. With
+# --config the deprecated --kubeconfig/--leader-elect flags would be ignored: both live in the file.
+cat >"$STATE/scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: ${KUBECONFIG}
+  qps: 200
+  burst: 400
+leaderElection:
+  leaderElect: false
+EOF
+log "starting kube-scheduler"
+start_bg "$STATE" kube-scheduler "$BIN/kube-scheduler" --config="$STATE/scheduler.yaml" \
+  --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --profiling=false --v=1
+
+# ---------------------------------------------------------------- kwok (harness.md §4)
+# Stages come from the pinned kwok module (assembled by build-tools.sh): node initialize + lease
+# heartbeat, pod ready/complete/delete, and the volume stages that provision and bind PVs for PVCs
+# of the `kwok-volume` StorageClass. --node-lease-duration-seconds=40 is required with the lease
+# heartbeat stage, else nodes go NotReady after the grace period.
+log "starting kwok"
+start_bg "$STATE" kwok "$BIN/kwok" --kubeconfig="$KUBECONFIG" --config="$BIN/kwok-stages.yaml" \
+  --manage-all-nodes=true --cidr=10.244.0.0/16 --node-ip=10.0.0.1 \
+  --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT"
+
+healthz() { alive_or_fail "$1"; curl -fsSk "https://127.0.0.1:$2/healthz"; }
+wait_for kube-controller-manager 60 healthz kube-controller-manager "$KCM_PORT" || fail "kube-controller-manager not healthy"
+wait_for kube-scheduler 60 healthz kube-scheduler "$SCHED_PORT" || fail "kube-scheduler not healthy"
+log "kube-controller-manager and kube-scheduler healthy after $(elapsed)"
+
+# The default StorageClass served by kwok's volume stages (PVCs without a class get it, like on a
+# real cluster, so StatefulSets with volumeClaimTemplates schedule).
+"$K" apply --server-side --field-manager=kubespaces-harness -f - >&2 <<'EOF' || fail "StorageClass apply failed"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: kwok-volume
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: kwok.x-k8s.io/volume
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+
+# One fake node, big enough for the benchmark (up to 1000 tenants, each with a control-plane pod).
+"$K" apply --server-side --field-manager=kubespaces-harness -f - >&2 <<'EOF' || fail "node apply failed"
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-0
+  annotations:
+    node.alpha.kubernetes.io/ttl: "0"
+    kwok.x-k8s.io/node: fake
+  labels:
+    kubernetes.io/hostname: kwok-node-0
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+status:
+  allocatable: {cpu: "1000", memory: 4Ti, pods: "10000"}
+  capacity: {cpu: "1000", memory: 4Ti, pods: "10000"}
+EOF
+
+node_ready() {
+  alive_or_fail kwok
+  [ "$("$K" get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+# TaintNodesByCondition adds node.kubernetes.io/not-ready at creation; kcm's node-lifecycle
+# controller removes it once kwok reports Ready. Pods only schedule after that.
+node_untainted() { [ -z "$("$K" get node kwok-node-0 -o jsonpath='{.spec.taints}')" ]; }
+default_sa() { "$K" -n default get serviceaccount default; }
+wait_for "node kwok-node-0 Ready" 60 node_ready || fail "kwok-node-0 not Ready"
+wait_for "node kwok-node-0 untainted" 60 node_untainted || fail "kwok-node-0 still tainted"
+wait_for "default ServiceAccount" 60 default_sa || fail "no default ServiceAccount"
+
+log "cluster ready in $STATE after $(elapsed)  (KUBECONFIG=$KUBECONFIG)"

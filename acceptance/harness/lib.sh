@@ -1,0 +1,195 @@
+# shellcheck shell=bash
+# Shared helpers for the harness scripts. Sourced, never executed: callers set `set -euo pipefail`.
+
+HARNESS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$HARNESS_DIR/../.." && pwd)
+export HARNESS_DIR REPO_ROOT
+
+# fd 3 is the caller's stderr, kept so messages from functions whose output is silenced (for
+# instance a readiness probe that finds its process dead and aborts) still reach the user.
+exec 3>&2
+log() { printf '%s %s\n' "[$(date +%H:%M:%S)] ${LOG_PREFIX:-harness}:" "$*" >&3; }
+die() { log "error: $*"; exit 1; }
+
+# Installs Debian packages only when one of the named commands is missing. A fresh CI machine runs
+# as root without sudo; a developer machine usually has everything already, so apt is rarely touched.
+# Usage: ensure_cmds cmd:package ...
+ensure_cmds() {
+  local missing=() spec
+  for spec in "$@"; do
+    command -v "${spec%%:*}" >/dev/null 2>&1 || missing+=("${spec#*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing missing packages: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "need ${missing[*]} (not root and no sudo: install them yourself)"
+    sudo=(sudo)
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "need ${missing[*]} and apt-get is not available: install them yourself"
+  # DEBIAN_FRONTEND: CI has no stdin, and tzdata & co. must never prompt.
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+}
+
+# The runtime needs of the harness (cluster + operator scripts).
+ensure_runtime_tools() {
+  ensure_cmds curl:curl openssl:openssl python3:python3 flock:util-linux setsid:util-linux
+}
+
+# Go builds the control plane; it is preinstalled on project machines, so only explain when absent.
+ensure_go() {
+  command -v go >/dev/null 2>&1 || die "Go is not installed (need >= 1.26, see acceptance/tools/*/go.mod): install it from the official Go release archive and put it on PATH"
+  local v
+  v=$(go env GOVERSION)
+  case "$v" in
+    go1.2[6-9]*|go1.[3-9][0-9]*) ;;
+    *) die "Go $v is too old: the pinned modules need Go >= 1.26 (GOTOOLCHAIN=local forbids auto-download)" ;;
+  esac
+}
+
+# Rust (cargo with rustfmt and clippy) and a C linker (ring, the TLS crypto crate, compiles C).
+ensure_rust() {
+  command -v cargo >/dev/null 2>&1 || die "Rust is not installed: install rustup (stable toolchain) so that cargo is on PATH"
+  ensure_cmds cc:gcc
+  local pair
+  for pair in fmt:rustfmt clippy:clippy; do
+    if ! cargo "${pair%%:*}" --version >/dev/null 2>&1; then
+      command -v rustup >/dev/null 2>&1 || die "cargo ${pair%%:*} is missing and rustup is not available to add it"
+      log "adding Rust component ${pair#*:}"
+      rustup component add "${pair#*:}" >&2
+    fi
+  done
+}
+
+# A free loopback TCP port. The kernel picks it; the short race until our process binds it is
+# acceptable for a single-user dev/test machine.
+freeport() {
+  python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'
+}
+
+abspath() { mkdir -p "$1" && (cd "$1" && pwd); }
+
+# PID bookkeeping. Each started process gets $STATE/run/NAME.pid (the pid) and NAME.start (its
+# kernel start time). A PID is only ever signalled when its executable still has the expected name
+# and the start time matches, so a recycled PID of someone else's process is never killed.
+proc_starttime() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
+
+# True while the process exists and is not a zombie. Our components are reparented to PID 1 once
+# the script that started them exits, and PID 1 may take a while to reap them: a zombie is dead.
+proc_running() {
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+proc_exe_name() {
+  local exe
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+  exe=${exe% (deleted)}   # a rebuilt binary still identifies the process that runs the old one
+  basename "$exe"
+}
+
+# pid_alive STATE NAME -> prints the pid and succeeds if the recorded process is still ours.
+pid_alive() {
+  local state=$1 name=$2 pid start
+  [ -f "$state/run/$name.pid" ] || return 1
+  pid=$(cat "$state/run/$name.pid")
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  proc_running "$pid" || return 1
+  [ "$(proc_exe_name "$pid")" = "$(exe_name_for "$name")" ] || return 1
+  start=$(cat "$state/run/$name.start" 2>/dev/null || true)
+  [ -z "$start" ] || [ "$(proc_starttime "$pid")" = "$start" ] || return 1
+  echo "$pid"
+}
+
+# The executable name recorded for each component name (they are the same today; kept explicit).
+exe_name_for() {
+  case "$1" in
+    operator) echo kubespaces-operator ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# start_bg STATE NAME CMD... : runs CMD detached (own session, stdin from /dev/null, so closing the
+# terminal that ran `make up` does not take it down), logs to $STATE/logs/NAME.log.
+start_bg() {
+  local state=$1 name=$2; shift 2
+  mkdir -p "$state/run" "$state/logs"
+  # `setsid` does not fork here (the & child is never a process-group leader), so $! is the pid of
+  # the component itself once setsid has exec'd it.
+  # Close fd 3 (our stderr) and fd 9 (the state-dir lock): a long-lived child holding them would keep
+  # the lock forever and keep `make up | tee` from ever seeing EOF.
+  setsid "$@" </dev/null >>"$state/logs/$name.log" 2>&1 3>&- 9>&- &
+  local pid=$!
+  echo "$pid" >"$state/run/$name.pid"
+  # Wait until setsid has exec'd the real binary so the recorded start time and exe name are final.
+
+  for _ in $(seq 50); do
+    [ "$(proc_exe_name "$pid")" = "$(exe_name_for "$name")" ] && break
+    proc_running "$pid" || break
+    sleep 0.02
+  done
+  proc_starttime "$pid" >"$state/run/$name.start" || true
+  # Remember the start order so teardown can go newest first.
+  grep -qx "$name" "$state/run/order" 2>/dev/null || echo "$name" >>"$state/run/order"
+}
+
+# stop_one STATE NAME [GRACE_SECONDS]: SIGTERM, wait, then SIGKILL — only if the pid is still ours.
+stop_one() {
+  local state=$1 name=$2 grace=${3:-10} pid
+  if pid=$(pid_alive "$state" "$name"); then
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq $((grace * 10))); do
+      proc_running "$pid" || break
+      sleep 0.1
+    done
+    if proc_running "$pid"; then
+      log "$name did not stop within ${grace}s, sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do proc_running "$pid" || break; sleep 0.1; done
+    fi
+  fi
+  rm -f "$state/run/$name.pid" "$state/run/$name.start"
+  if [ -f "$state/run/order" ]; then
+    grep -vx "$name" "$state/run/order" >"$state/run/order.tmp" || true
+    mv "$state/run/order.tmp" "$state/run/order"
+  fi
+}
+
+# wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.25 s.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  for _ in $(seq $((secs * 4))); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.25
+  done
+  log "timed out after ${secs}s waiting for $what"
+  return 1
+}
+
+# Prints the last lines of every component log in STATE (used when something failed).
+print_log_tails() {
+  local state=$1 lines=${2:-40} f
+  [ -d "$state/logs" ] || return 0
+  for f in "$state"/logs/*.log; do
+    [ -f "$f" ] || continue
+    printf '\n===== last %s lines of %s =====\n' "$lines" "$f" >&3
+    tail -n "$lines" "$f" >&3 || true
+  done
+}
+
+# Removes `export NAME=...` lines from an env file (so re-running a start does not duplicate them).
+env_unset() {
+  local file=$1 name=$2
+  [ -f "$file" ] || return 0
+  grep -v "^export $name=" "$file" >"$file.tmp" || true
+  mv "$file.tmp" "$file"
+}
+
+env_set() {
+  local file=$1 name=$2 value=$3
+  env_unset "$file" "$name"
+  printf 'export %s=%q\n' "$name" "$value" >>"$file"
+}

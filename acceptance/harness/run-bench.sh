@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# run-bench.sh [bench args] — `make bench`: `cargo run --release -p kubespaces-acceptance --bin bench`
+# against a fresh control plane in .kubespaces/bench/ (cluster only: the bench starts and measures
+# its own operator process, the release build, given as KUBESPACES_OPERATOR_BIN).
+# Everything started here is stopped on exit.
+set -euo pipefail
+# shellcheck source=acceptance/harness/lib.sh
+. "$(dirname "$0")/lib.sh"
+LOG_PREFIX=make-bench
+STATE="$REPO_ROOT/.kubespaces/bench"
+cd "$REPO_ROOT"
+
+ensure_runtime_tools
+ensure_go
+ensure_rust
+
+# Compile first so rustc does not compete with the control plane for CPU during the measurement.
+log "==> building the release operator and bench"
+cargo build --release -p kubespaces-operator
+cargo build --release -p kubespaces-acceptance --bin bench
+BIN=$("$HARNESS_DIR/build-tools.sh")
+
+cluster_started=false
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+  local rc=$?
+  if $cluster_started; then
+    [ "$rc" -eq 0 ] || print_log_tails "$STATE" 40
+    "$HARNESS_DIR/cluster-down.sh" "$STATE" || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+[ -d "$STATE" ] && "$HARNESS_DIR/cluster-down.sh" "$STATE"
+rm -rf "$STATE"
+mkdir -p "$STATE"
+cluster_started=true
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
+
+# shellcheck disable=SC1091
+. "$STATE/env"
+export KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/release/kubespaces-operator"
+export KUBESPACES_ACCEPTANCE=1
+log "==> cargo run --release -p kubespaces-acceptance --bin bench $*"
+cargo run --release -p kubespaces-acceptance --bin bench -- "$@"
