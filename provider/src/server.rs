@@ -9,7 +9,8 @@ use tonic::{Request, Response, Status};
 use crate::config;
 use crate::diag::{self, Diag};
 use crate::proto::tfplugin6::{self as tf, provider_server::Provider};
-use crate::tenant::{self, schema as ts};
+use crate::tenant::store::KubeStore;
+use crate::tenant::{self, ops, schema as ts};
 use crate::value::{self, Type, Value};
 
 type RpcResult<T> = Result<Response<T>, Status>;
@@ -26,6 +27,23 @@ impl Default for KubespacesProvider {
         Self {
             client: RwLock::new(None),
             stop: CancellationToken::new(),
+        }
+    }
+}
+
+impl KubespacesProvider {
+    /// The store for the configured cluster, or the reason there is none, as a diagnostic.
+    async fn store(&self) -> Result<KubeStore, Diag> {
+        match &*self.client.read().await {
+            Some(Ok(client)) => Ok(KubeStore::new(client.clone())),
+            Some(Err(e)) => Err(Diag::error(
+                "The kubespaces provider cannot reach the cluster",
+                e.clone(),
+            )),
+            None => Err(Diag::error(
+                "The kubespaces provider is not configured",
+                "Terraform did not call ConfigureProvider before using the provider.",
+            )),
         }
     }
 }
@@ -266,6 +284,128 @@ impl Provider for KubespacesProvider {
         Ok(Response::new(response))
     }
 
+    async fn read_resource(
+        &self,
+        request: Request<tf::read_resource::Request>,
+    ) -> RpcResult<tf::read_resource::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let ty = &*ts::RESOURCE_TYPE;
+        // Echo private state, or Terraform clears it.
+        let mut response = tf::read_resource::Response {
+            new_state: req.current_state.clone(),
+            private: req.private.clone(),
+            ..Default::default()
+        };
+        let outcome = match (decode(req.current_state.as_ref(), ty), self.store().await) {
+            (Ok(current), Ok(store)) => ops::read(&store, &current).await,
+            (Err(d), _) | (_, Err(d)) => {
+                response.diagnostics = vec![d.to_proto()];
+                return Ok(Response::new(response));
+            }
+        };
+        respond_state(
+            &outcome,
+            ty,
+            &mut response.new_state,
+            &mut response.diagnostics,
+        );
+        Ok(Response::new(response))
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: Request<tf::apply_resource_change::Request>,
+    ) -> RpcResult<tf::apply_resource_change::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let ty = &*ts::RESOURCE_TYPE;
+        let mut response = tf::apply_resource_change::Response {
+            new_state: req.prior_state.clone(),
+            private: req.planned_private.clone(),
+            ..Default::default()
+        };
+        let decoded = (|| {
+            Ok::<_, Diag>((
+                decode(req.prior_state.as_ref(), ty)?,
+                decode(req.planned_state.as_ref(), ty)?,
+            ))
+        })();
+        let ((prior, planned), store) = match (decoded, self.store().await) {
+            (Ok(values), Ok(store)) => (values, store),
+            (Err(d), _) | (_, Err(d)) => {
+                response.diagnostics = vec![d.to_proto()];
+                return Ok(Response::new(response));
+            }
+        };
+        let outcome = match (prior.is_null(), planned.is_null()) {
+            (true, false) => ops::create(&store, &planned, &self.stop).await,
+            (false, false) => ops::update(&store, &prior, &planned, &self.stop).await,
+            (false, true) => ops::delete(&store, &prior, &self.stop).await,
+            (true, true) => ops::Outcome {
+                state: Value::Null,
+                diags: vec![],
+            },
+        };
+        respond_state(
+            &outcome,
+            ty,
+            &mut response.new_state,
+            &mut response.diagnostics,
+        );
+        Ok(Response::new(response))
+    }
+
+    async fn import_resource_state(
+        &self,
+        request: Request<tf::import_resource_state::Request>,
+    ) -> RpcResult<tf::import_resource_state::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let result = ops::import(&req.id).and_then(|v| encode(&v, &ts::RESOURCE_TYPE));
+        let mut response = tf::import_resource_state::Response::default();
+        match result {
+            Ok(state) => {
+                response
+                    .imported_resources
+                    .push(tf::import_resource_state::ImportedResource {
+                        type_name: ts::TYPE_NAME.to_owned(),
+                        state: Some(state),
+                        private: vec![],
+                    })
+            }
+            Err(d) => response.diagnostics.push(d.to_proto()),
+        }
+        Ok(Response::new(response))
+    }
+
+    async fn read_data_source(
+        &self,
+        request: Request<tf::read_data_source::Request>,
+    ) -> RpcResult<tf::read_data_source::Response> {
+        let req = request.get_ref();
+        if req.type_name != ts::TYPE_NAME {
+            return Err(unknown_type(&req.type_name));
+        }
+        let ty = &*ts::DATA_SOURCE_TYPE;
+        let mut response = tf::read_data_source::Response::default();
+        let outcome = match (decode(req.config.as_ref(), ty), self.store().await) {
+            (Ok(config), Ok(store)) => ops::read_data(&store, &config).await,
+            (Err(d), _) | (_, Err(d)) => {
+                response.diagnostics = vec![d.to_proto()];
+                return Ok(Response::new(response));
+            }
+        };
+        respond_state(&outcome, ty, &mut response.state, &mut response.diagnostics);
+        Ok(Response::new(response))
+    }
+
     async fn stop_provider(
         &self,
         _request: Request<tf::stop_provider::Request>,
@@ -276,4 +416,19 @@ impl Provider for KubespacesProvider {
             error: String::new(),
         }))
     }
+}
+
+/// Puts an outcome's state and diagnostics into a response. A state that cannot be encoded
+/// is a provider bug; the previous state is then left in place rather than replaced by null.
+fn respond_state(
+    outcome: &ops::Outcome,
+    ty: &Type,
+    state: &mut Option<tf::DynamicValue>,
+    diagnostics: &mut Vec<tf::Diagnostic>,
+) {
+    match encode(&outcome.state, ty) {
+        Ok(dv) => *state = Some(dv),
+        Err(d) => diagnostics.push(d.to_proto()),
+    }
+    diagnostics.extend(outcome.diags.iter().map(Diag::to_proto));
 }

@@ -19,7 +19,8 @@
 use crate::diag::AttrPath;
 use crate::value::Value;
 
-use super::quantity;
+use kubespaces_operator::{names, quantity};
+
 use super::schema::DEFAULT_DELETION_POLICY;
 
 #[derive(Debug, PartialEq)]
@@ -31,14 +32,10 @@ pub struct Plan {
 /// Computed attributes the operator decides; unknown until it has.
 const OPERATOR_DECIDED: [&str; 4] = ["phase", "api_endpoint", "apps_domain", "kubeconfig"];
 
-pub fn namespace_of(name: &str) -> String {
-    format!("kubespaces-tenant-{name}")
-}
-
 /// Values that follow from the name alone: known exactly when the name is.
 fn derived_from_name(name: &Value) -> (Value, Value) {
     match name.as_str() {
-        Some(n) => (Value::string(n), Value::string(namespace_of(n))),
+        Some(n) => (Value::string(n), Value::string(names::namespace(n))),
         None => (Value::Unknown, Value::Unknown),
     }
 }

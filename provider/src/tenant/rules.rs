@@ -1,19 +1,21 @@
 //! Field rules shared by validation and the data source. They mirror the Tenant CRD's
-//! admission rules so a plan fails where `kubectl apply` would, with the same advice.
+//! admission rules (operator `api::schema` and `names`) so a plan fails where
+//! `kubectl apply` would, with the same advice, but before anything is created.
 
-/// The tenant namespace `kubespaces-tenant-<name>` must fit a 63-character DNS label.
-pub const MAX_NAME_LEN: usize = 63 - "kubespaces-tenant-".len();
+use kubespaces_operator::{names, quantity};
 
 pub fn tenant_name(name: &str) -> Result<(), String> {
+    let max = names::MAX_TENANT_NAME_LEN;
     let ok_chars = name
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     let starts = name.bytes().next().is_some_and(|b| b.is_ascii_lowercase());
     let ends = name.bytes().last().is_some_and(|b| b != b'-');
-    if name.len() > MAX_NAME_LEN {
+    if name.len() > max {
         Err(format!(
-            "{name:?} is {} characters; a tenant name may have at most {MAX_NAME_LEN}, so that its namespace kubespaces-tenant-<name> fits in 63",
-            name.len()
+            "{name:?} is {} characters; a tenant name may have at most {max}, so that its namespace {}<name> fits in 63",
+            name.len(),
+            names::NAMESPACE_PREFIX,
         ))
     } else if !(ok_chars && starts && ends) {
         Err(format!(
@@ -57,7 +59,7 @@ pub fn deletion_policy(policy: &str) -> Result<(), String> {
 }
 
 pub fn positive_quantity(text: &str) -> Result<(), String> {
-    match super::quantity::parse(text) {
+    match quantity::parse(text) {
         Ok(q) if q.is_positive() => Ok(()),
         Ok(_) => Err(format!("{text:?} must be greater than zero")),
         Err(e) => Err(e.to_string()),
@@ -70,13 +72,14 @@ mod tests {
 
     #[test]
     fn names_follow_the_crd_rule() {
-        for ok in ["a", "team-atlas", "t1", &"a".repeat(MAX_NAME_LEN)] {
+        let longest = "a".repeat(names::MAX_TENANT_NAME_LEN);
+        for ok in ["a", "team-atlas", "t1", &longest] {
             assert_eq!(tenant_name(ok), Ok(()), "{ok}");
         }
         for bad in ["", "1team", "-a", "a-", "Team", "team_atlas", "team.atlas"] {
             assert!(tenant_name(bad).is_err(), "{bad}");
         }
-        let long = "a".repeat(MAX_NAME_LEN + 1);
+        let long = "a".repeat(names::MAX_TENANT_NAME_LEN + 1);
         assert!(tenant_name(&long).unwrap_err().contains("at most 45"));
     }
 
@@ -93,5 +96,18 @@ mod tests {
         ] {
             assert!(email(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn quantities_must_be_valid_and_positive() {
+        assert_eq!(positive_quantity("500m"), Ok(()));
+        assert_eq!(positive_quantity("16Gi"), Ok(()));
+        assert!(
+            positive_quantity("0")
+                .unwrap_err()
+                .contains("greater than zero")
+        );
+        assert!(positive_quantity("-1Gi").is_err());
+        assert!(positive_quantity("eight").is_err());
     }
 }

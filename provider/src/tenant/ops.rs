@@ -1,0 +1,398 @@
+//! Create, read, update, delete and import of `kubespaces_tenant` against a [`TenantStore`].
+//!
+//! What users rely on here: apply waits until the Tenant is Ready *at the generation it
+//! wrote* (an old Ready says nothing about the new spec); a create that fails after the
+//! object exists still returns the object, so Terraform records it as tainted instead of
+//! leaking it; StopProvider (Ctrl-C) ends a wait early but still returns what exists; delete
+//! returns only once the Tenant is gone; a Tenant deleted behind Terraform's back reads as
+//! null so the next plan re-creates it.
+
+use std::time::Duration;
+
+use kubespaces_operator::api::Tenant;
+use kubespaces_operator::conditions;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::model;
+use super::schema::SPEC_ATTRS;
+use super::store::{StoreError, TenantStore};
+use crate::diag::{AttrPath, Diag};
+use crate::duration;
+use crate::value::Value;
+
+/// The default of terraform-plugin-framework-timeouts, which users expect.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// Between GETs while waiting; a tenant takes tens of seconds, so this costs little.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub state: Value,
+    pub diags: Vec<Diag>,
+}
+
+impl Outcome {
+    fn error(state: Value, diag: Diag) -> Self {
+        Self {
+            state,
+            diags: vec![diag],
+        }
+    }
+}
+
+/// The `timeouts.<op>` of a state, or the default. Validation already refused bad values.
+pub fn timeout_of(state: &Value, op: &str) -> Duration {
+    state
+        .get("timeouts")
+        .get(op)
+        .as_str()
+        .and_then(|s| duration::parse(s).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
+
+fn api_error(what: &str, name: &str, e: &StoreError) -> Diag {
+    Diag::error(format!("Could not {what} tenant {name:?}"), e.to_string())
+}
+
+fn ready_message(t: &Tenant) -> String {
+    let phase = t.phase().unwrap_or("Pending");
+    match t.condition(conditions::READY) {
+        Some(c) if !c.message.is_empty() => {
+            format!("phase {phase}, Ready: {} ({})", c.message, c.reason)
+        }
+        Some(c) => format!("phase {phase}, Ready reason {}", c.reason),
+        None => format!("phase {phase}, no Ready condition yet (is the operator running?)"),
+    }
+}
+
+/// Failed at the current generation: the operator's word that waiting will not help.
+fn failed_now(t: &Tenant) -> bool {
+    let status = t.status.as_ref();
+    t.phase() == Some("Failed")
+        && status.and_then(|s| s.observed_generation) == t.metadata.generation
+}
+
+enum Waited {
+    Ready(Tenant),
+    Gone,
+    NotReady(Tenant, Diag),
+}
+
+async fn wait_ready(
+    store: &dyn TenantStore,
+    mut tenant: Tenant,
+    timeout: Duration,
+    stop: &CancellationToken,
+) -> Waited {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let deadline = Instant::now() + timeout;
+    loop {
+        if tenant.is_ready() {
+            return Waited::Ready(tenant);
+        }
+        if failed_now(&tenant) {
+            let detail = ready_message(&tenant);
+            return Waited::NotReady(
+                tenant,
+                Diag::error(format!("Tenant {name:?} failed"), detail),
+            );
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            let detail = format!(
+                "Not Ready after {}s: {}. Raise `timeouts`, or look at `kubectl describe tenant {name}`.",
+                timeout.as_secs(),
+                ready_message(&tenant)
+            );
+            return Waited::NotReady(
+                tenant,
+                Diag::error(format!("Timed out waiting for tenant {name:?}"), detail),
+            );
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL_INTERVAL.min(deadline - now)) => {}
+            () = stop.cancelled() => {
+                let detail = format!("Terraform was interrupted while waiting; the tenant exists and was saved to state ({}).", ready_message(&tenant));
+                return Waited::NotReady(tenant, Diag::error(format!("Interrupted while waiting for tenant {name:?}"), detail));
+            }
+        }
+        match store.get(&name).await {
+            Ok(Some(t)) => tenant = t,
+            Ok(None) => return Waited::Gone,
+            // A blip of the API server is no reason to abandon an apply.
+            Err(e) => {
+                tracing::warn!(tenant = %name, error = %e, "polling the tenant failed; retrying")
+            }
+        }
+    }
+}
+
+/// State for `tenant`, keeping every known planned value (see `model::honour_plan`).
+async fn settle(
+    store: &dyn TenantStore,
+    tenant: &Tenant,
+    planned: &Value,
+    diags: &mut Vec<Diag>,
+) -> Value {
+    let kubeconfig = match store.kubeconfig(tenant).await {
+        Ok(kc) => kc,
+        Err(e) => {
+            diags.push(Diag::warning(
+                "Could not read the tenant kubeconfig",
+                e.to_string(),
+            ));
+            None
+        }
+    };
+    model::honour_plan(
+        planned,
+        model::state_from_tenant(tenant, kubeconfig, planned),
+    )
+}
+
+fn wants_wait(state: &Value) -> bool {
+    state.get("wait_for_ready").as_bool().unwrap_or(true)
+}
+
+pub async fn create(store: &dyn TenantStore, planned: &Value, stop: &CancellationToken) -> Outcome {
+    let tenant = match model::tenant_from_state(planned) {
+        Ok(t) => t,
+        Err(e) => {
+            return Outcome::error(
+                Value::Null,
+                Diag::error("Cannot create the tenant", e.to_string()),
+            );
+        }
+    };
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let created = match store.create(&tenant).await {
+        Ok(t) => t,
+        Err(e) if e.is_conflict() => {
+            let detail = format!(
+                "A Tenant named {name:?} already exists. Bring it under Terraform with `terraform import <address> {name}`, or choose another name."
+            );
+            return Outcome::error(
+                Value::Null,
+                Diag::error("Tenant already exists", detail).at(AttrPath::root("name")),
+            );
+        }
+        Err(e) => return Outcome::error(Value::Null, api_error("create", &name, &e)),
+    };
+    tracing::info!(tenant = %name, "tenant created");
+    let mut diags = vec![];
+    let tenant = if wants_wait(planned) {
+        match wait_ready(store, created, timeout_of(planned, "create"), stop).await {
+            Waited::Ready(t) => t,
+            Waited::Gone => {
+                let d = Diag::error(
+                    format!("Tenant {name:?} was deleted while being created"),
+                    "Something else deleted it before it became Ready.",
+                );
+                return Outcome::error(Value::Null, d);
+            }
+            // Return the object with the error: Terraform then saves it as tainted.
+            Waited::NotReady(t, d) => {
+                diags.push(d);
+                t
+            }
+        }
+    } else {
+        created
+    };
+    let state = settle(store, &tenant, planned, &mut diags).await;
+    Outcome { state, diags }
+}
+
+pub async fn update(
+    store: &dyn TenantStore,
+    prior: &Value,
+    planned: &Value,
+    stop: &CancellationToken,
+) -> Outcome {
+    let name = planned.get("name").as_str().unwrap_or_default().to_owned();
+    let spec_changed = SPEC_ATTRS.iter().any(|a| planned.get(a) != prior.get(a));
+    let fetched = if spec_changed {
+        let spec = match model::spec_from_state(planned) {
+            Ok(s) => s,
+            Err(e) => {
+                return Outcome::error(
+                    prior.clone(),
+                    Diag::error("Cannot update the tenant", e.to_string()),
+                );
+            }
+        };
+        store.patch_spec(&name, &spec).await.map(Some)
+    } else {
+        // Only Terraform-side settings (timeouts, wait_for_ready) changed: nothing to write.
+        store.get(&name).await
+    };
+    let tenant = match fetched {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Outcome::error(
+                Value::Null,
+                Diag::error(
+                    format!("Tenant {name:?} no longer exists"),
+                    "It was deleted outside Terraform; the next plan will create it again.",
+                ),
+            );
+        }
+        Err(e) => return Outcome::error(prior.clone(), api_error("update", &name, &e)),
+    };
+    let mut diags = vec![];
+    let tenant = if spec_changed && wants_wait(planned) {
+        match wait_ready(store, tenant, timeout_of(planned, "update"), stop).await {
+            Waited::Ready(t) => t,
+            Waited::Gone => {
+                return Outcome::error(
+                    Value::Null,
+                    Diag::error(format!("Tenant {name:?} was deleted during the update"), ""),
+                );
+            }
+            Waited::NotReady(t, d) => {
+                diags.push(d);
+                t
+            }
+        }
+    } else {
+        tenant
+    };
+    let state = settle(store, &tenant, planned, &mut diags).await;
+    Outcome { state, diags }
+}
+
+pub async fn delete(store: &dyn TenantStore, prior: &Value, stop: &CancellationToken) -> Outcome {
+    let name = prior.get("name").as_str().unwrap_or_default().to_owned();
+    if let Err(e) = store.delete(&name).await {
+        return Outcome::error(prior.clone(), api_error("delete", &name, &e));
+    }
+    let timeout = timeout_of(prior, "delete");
+    let deadline = Instant::now() + timeout;
+    loop {
+        let tenant = match store.get(&name).await {
+            Ok(None) => {
+                tracing::info!(tenant = %name, "tenant deleted");
+                return Outcome {
+                    state: Value::Null,
+                    diags: vec![],
+                };
+            }
+            Ok(Some(t)) => Some(t),
+            Err(e) => {
+                tracing::warn!(tenant = %name, error = %e, "polling the tenant failed; retrying");
+                None
+            }
+        };
+        let now = Instant::now();
+        let blocked = || {
+            tenant
+                .as_ref()
+                .and_then(|t| t.condition(conditions::DELETION_BLOCKED))
+                .map_or_else(
+                    || "the operator has not finished tearing it down".to_owned(),
+                    |c| c.message.clone(),
+                )
+        };
+        if now >= deadline {
+            let detail = format!("Still present after {}s: {}.", timeout.as_secs(), blocked());
+            return Outcome::error(
+                prior.clone(),
+                Diag::error(format!("Timed out deleting tenant {name:?}"), detail),
+            );
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL_INTERVAL.min(deadline - now)) => {}
+            () = stop.cancelled() => {
+                let detail = format!("Deletion was requested and goes on in the cluster: {}.", blocked());
+                return Outcome::error(prior.clone(), Diag::error(format!("Interrupted while deleting tenant {name:?}"), detail));
+            }
+        }
+    }
+}
+
+/// Refresh: null when the Tenant is gone, so Terraform drops it and plans a create.
+pub async fn read(store: &dyn TenantStore, current: &Value) -> Outcome {
+    let name = current
+        .get("name")
+        .as_str()
+        .or_else(|| current.get("id").as_str())
+        .unwrap_or_default()
+        .to_owned();
+    match store.get(&name).await {
+        Ok(None) => {
+            tracing::info!(tenant = %name, "tenant no longer exists; removing it from state");
+            Outcome {
+                state: Value::Null,
+                diags: vec![],
+            }
+        }
+        Ok(Some(t)) => {
+            let mut diags = vec![];
+            let kubeconfig = match store.kubeconfig(&t).await {
+                Ok(kc) => kc,
+                Err(e) => {
+                    diags.push(Diag::warning(
+                        "Could not read the tenant kubeconfig",
+                        e.to_string(),
+                    ));
+                    current.get("kubeconfig").as_str().map(str::to_owned)
+                }
+            };
+            Outcome {
+                state: model::state_from_tenant(&t, kubeconfig, current),
+                diags,
+            }
+        }
+        Err(e) => Outcome::error(current.clone(), api_error("read", &name, &e)),
+    }
+}
+
+/// `terraform import kubespaces_tenant.x <name>`: a stub that the following Read fills in.
+pub fn import(id: &str) -> Result<Value, Diag> {
+    super::rules::tenant_name(id).map_err(|detail| {
+        Diag::error(
+            "Invalid import ID",
+            format!("The import ID is the tenant name. {detail}"),
+        )
+    })?;
+    Ok(Value::object([
+        ("id", Value::string(id)),
+        ("name", Value::string(id)),
+    ]))
+}
+
+/// The data source: an error, not null, when the tenant does not exist.
+pub async fn read_data(store: &dyn TenantStore, config: &Value) -> Outcome {
+    let name = config.get("name").as_str().unwrap_or_default().to_owned();
+    match store.get(&name).await {
+        Ok(Some(t)) => {
+            let mut diags = vec![];
+            let kubeconfig = store.kubeconfig(&t).await.unwrap_or_else(|e| {
+                diags.push(Diag::warning(
+                    "Could not read the tenant kubeconfig",
+                    e.to_string(),
+                ));
+                None
+            });
+            Outcome {
+                state: model::data_from_tenant(&t, kubeconfig),
+                diags,
+            }
+        }
+        Ok(None) => Outcome::error(
+            Value::Null,
+            Diag::error(
+                "Tenant not found",
+                format!("There is no Tenant named {name:?}."),
+            )
+            .at(AttrPath::root("name")),
+        ),
+        Err(e) => Outcome::error(Value::Null, api_error("read", &name, &e)),
+    }
+}
+
+#[cfg(test)]
+#[path = "ops_tests.rs"]
+mod tests;
