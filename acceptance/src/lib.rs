@@ -1,1 +1,141 @@
-//! Shared helpers for the acceptance tests and the benchmark.
+//! Shared helpers for the acceptance tests and the benchmark: they drive a real control plane
+//! (started by `acceptance/harness/cluster-up.sh`) the way a user would, with `kubectl` and a
+//! Kubernetes client, and wait for what the operator does.
+
+pub mod operator;
+
+use std::{
+    future::Future,
+    io::Write,
+    process::{Command, Output, Stdio},
+    time::Duration,
+};
+
+use kube::{Api, Client};
+use kubespaces_operator::api::Tenant;
+
+/// Environment the harness hands the tests (see `acceptance/harness/run-tests.sh`).
+pub struct Env {
+    pub kubectl: String,
+    pub operator_bin: Option<String>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+impl Env {
+    /// The harness environment. Acceptance tests need a running control plane: without one they
+    /// fail and say how to get one, rather than pass without testing anything.
+    pub fn get() -> Env {
+        assert!(
+            var("KUBESPACES_ACCEPTANCE").is_some() && var("KUBECONFIG").is_some(),
+            "acceptance tests run against a real control plane: use `make test` \
+             (or source .kubespaces/dev/env after `make up` and set KUBESPACES_ACCEPTANCE=1)"
+        );
+        Env {
+            kubectl: var("KUBESPACES_KUBECTL").unwrap_or_else(|| "kubectl".into()),
+            operator_bin: var("KUBESPACES_OPERATOR_BIN"),
+        }
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::try_default()
+            .await
+            .expect("a Kubernetes client from KUBECONFIG")
+    }
+
+    pub async fn tenants(&self) -> Api<Tenant> {
+        Api::all(self.client().await)
+    }
+
+    /// Runs kubectl with `args`, feeding `stdin` when given.
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(&self.kubectl)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.kubectl));
+        if let Some(input) = stdin
+            && let Some(mut pipe) = child.stdin.take()
+        {
+            pipe.write_all(input.as_bytes())
+                .expect("write kubectl stdin");
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// Runs kubectl and returns stdout, failing the test with kubectl's stderr on error.
+    pub fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.kubectl(args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// A Tenant manifest as a user would write it.
+pub fn tenant_yaml(
+    name: &str,
+    owner: &str,
+    cpu: &str,
+    memory: &str,
+    storage: Option<&str>,
+) -> String {
+    let storage = storage
+        .map(|s| format!("\n    storage: {s}"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: kubespaces.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  owner: {owner}\n  resources:\n    cpu: \"{cpu}\"\n    memory: {memory}{storage}\n"
+    )
+}
+
+/// Polls `check` every 250 ms until it returns Some, or panics after `timeout` with `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until the Tenant is Ready at its current generation and returns it.
+pub async fn wait_ready(tenants: &Api<Tenant>, name: &str, timeout: Duration) -> Tenant {
+    wait_for(&format!("tenant {name} to be Ready"), timeout, || async {
+        tenants
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .filter(Tenant::is_ready)
+    })
+    .await
+}
+
+/// Waits until the named object no longer exists (not merely terminating).
+pub async fn wait_gone<K>(api: &Api<K>, name: &str, timeout: Duration)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(&format!("{name} to be gone"), timeout, || async {
+        matches!(api.get_opt(name).await, Ok(None)).then_some(())
+    })
+    .await
+}

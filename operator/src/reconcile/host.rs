@@ -2,9 +2,10 @@
 
 use std::fmt::Debug;
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Resource, ResourceExt,
-    api::{Patch, PatchParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde::{Serialize, de::DeserializeOwned};
 use tracing::debug;
@@ -13,7 +14,7 @@ use super::{Context, drift, observe};
 use crate::{
     api::{QuotaStatus, Tenant},
     build,
-    conditions::Desired,
+    conditions::{self, Desired},
     error::{Error, Result},
     names,
 };
@@ -30,22 +31,40 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     let name = tenant.name_any();
     let ns = names::namespace(&name);
     let mut host = ctx.caches.observe(&name);
+    let client = &ctx.client;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let desired_ns = build::namespace(tenant, &ctx.host);
 
-    if let Some(conflict) = observe::namespace_conflict(&name, host.namespace.as_ref()) {
+    // The cache holds only namespaces with the tenant label, so a namespace of the same name
+    // that is not ours is invisible to it. On a cache miss, create (not apply) the namespace:
+    // if it already exists we read it and check whose it is before touching it.
+    if host.namespace.is_none() {
+        let params = PostParams {
+            field_manager: Some(names::CHILD_FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
+        host.namespace = match namespaces.create(&params, &desired_ns).await {
+            Ok(created) => Some(created),
+            Err(kube::Error::Api(s)) if s.code == 409 => namespaces.get_opt(&ns).await?,
+            Err(e) => return Err(e.into()),
+        };
+    }
+    if let Some((reason, message)) = observe::namespace_conflict(&name, host.namespace.as_ref()) {
+        // Nothing of the tenant's exists; the namespace condition says why.
+        let mut details = observe::details(tenant, &observe::HostObjects::default());
+        details[0] = Desired::new(
+            conditions::NAMESPACE_READY,
+            false,
+            reason.clone(),
+            message.clone(),
+        );
         return Ok(Outcome {
-            details: observe::details(tenant, &host),
-            stalled: Some(conflict),
+            details,
+            stalled: Some((reason, message)),
             quota: None,
         });
     }
-
-    let client = &ctx.client;
-    host.namespace = apply(
-        &Api::all(client.clone()),
-        build::namespace(tenant, &ctx.host),
-        host.namespace,
-    )
-    .await?;
+    host.namespace = apply(&namespaces, desired_ns, host.namespace).await?;
     let terminating = host
         .namespace
         .as_ref()

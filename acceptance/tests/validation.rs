@@ -1,0 +1,222 @@
+//! Bad input is refused at the earliest door: the API server's admission, with a message that
+//! names the field. Nothing is created by a refused apply.
+
+use kubespaces_acceptance::{Env, tenant_yaml};
+
+struct Case {
+    what: &'static str,
+    manifest: String,
+    /// Text the error must contain: the field, and usually the fix.
+    expect: &'static [&'static str],
+}
+
+fn spec(name: &str, spec_body: &str) -> String {
+    format!(
+        "apiVersion: kubespaces.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec_body}"
+    )
+}
+
+fn cases() -> Vec<Case> {
+    let ok_resources = "  resources:\n    cpu: \"1\"\n    memory: 1Gi\n";
+    let with = |name: &str, cpu: &str, memory: &str, storage: Option<&str>| {
+        tenant_yaml(name, "alice@example.com", cpu, memory, storage)
+    };
+    let long = "a".repeat(46);
+    vec![
+        Case {
+            what: "name too long for the namespace",
+            manifest: with(&long, "1", "1Gi", None),
+            expect: &["metadata.name", "at most 45"],
+        },
+        Case {
+            what: "uppercase name",
+            manifest: with("Team-Atlas", "1", "1Gi", None),
+            expect: &["metadata.name", "lowercase"],
+        },
+        Case {
+            what: "dotted name",
+            manifest: with("team.atlas", "1", "1Gi", None),
+            expect: &["metadata.name", "DNS label"],
+        },
+        Case {
+            what: "name starting with a digit",
+            manifest: with("1team", "1", "1Gi", None),
+            expect: &["metadata.name", "DNS label"],
+        },
+        Case {
+            what: "owner not an email",
+            manifest: tenant_yaml("v-owner", "alice", "1", "1Gi", None),
+            expect: &["spec.owner", "email address"],
+        },
+        Case {
+            what: "owner without domain",
+            manifest: tenant_yaml("v-owner2", "alice@", "1", "1Gi", None),
+            expect: &["spec.owner", "email address"],
+        },
+        Case {
+            what: "owner with a space",
+            manifest: tenant_yaml("v-owner3", "\"alice smith@example.com\"", "1", "1Gi", None),
+            expect: &["spec.owner", "email address"],
+        },
+        Case {
+            what: "owner missing",
+            manifest: spec("v-noowner", ok_resources),
+            expect: &["spec.owner", "Required"],
+        },
+        Case {
+            what: "resources missing",
+            manifest: spec("v-nores", "  owner: alice@example.com\n"),
+            expect: &["spec.resources", "Required"],
+        },
+        Case {
+            what: "cpu missing",
+            manifest: spec(
+                "v-nocpu",
+                "  owner: alice@example.com\n  resources:\n    memory: 1Gi\n",
+            ),
+            expect: &["spec.resources.cpu", "Required"],
+        },
+        Case {
+            what: "negative cpu",
+            manifest: with("v-negcpu", "-1", "1Gi", None),
+            expect: &["spec.resources.cpu", "greater than zero"],
+        },
+        Case {
+            what: "negative integer cpu",
+            manifest: spec(
+                "v-negint",
+                "  owner: alice@example.com\n  resources:\n    cpu: -2\n    memory: 1Gi\n",
+            ),
+            expect: &["spec.resources.cpu", "greater than zero"],
+        },
+        Case {
+            what: "unparsable cpu",
+            manifest: with("v-badcpu", "lots", "1Gi", None),
+            expect: &["spec.resources.cpu", "quantity such as"],
+        },
+        Case {
+            what: "zero memory",
+            manifest: with("v-zeromem", "1", "0", None),
+            expect: &["spec.resources.memory", "greater than zero"],
+        },
+        Case {
+            what: "memory with a made-up unit",
+            manifest: with("v-badmem", "1", "16GB", None),
+            expect: &["spec.resources.memory", "quantity such as"],
+        },
+        Case {
+            what: "negative storage",
+            manifest: with("v-negsto", "1", "1Gi", Some("-5Gi")),
+            expect: &["spec.resources.storage", "greater than zero"],
+        },
+        Case {
+            what: "unknown field",
+            manifest: spec(
+                "v-unknown",
+                &format!("  owner: alice@example.com\n{ok_resources}  replicas: 3\n"),
+            ),
+            expect: &["unknown field", "spec.replicas"],
+        },
+        Case {
+            what: "unknown deletion policy",
+            manifest: spec(
+                "v-policy",
+                &format!("  owner: alice@example.com\n{ok_resources}  deletionPolicy: Keep\n"),
+            ),
+            expect: &["spec.deletionPolicy", "Unsupported value", "Orphan"],
+        },
+        Case {
+            what: "connection secret in an invalid namespace",
+            manifest: spec(
+                "v-secret",
+                &format!(
+                    "  owner: alice@example.com\n{ok_resources}  writeConnectionSecretToRef:\n    name: atlas-conn\n    namespace: Bad_NS\n"
+                ),
+            ),
+            expect: &["spec.writeConnectionSecretToRef.namespace", "DNS label"],
+        },
+        Case {
+            what: "fractional number of cpus as a YAML float",
+            manifest: spec(
+                "v-float",
+                "  owner: alice@example.com\n  resources:\n    cpu: 1.5\n    memory: 1Gi\n",
+            ),
+            expect: &["spec.resources.cpu"],
+        },
+    ]
+}
+
+#[tokio::test]
+async fn invalid_tenants_are_refused_at_admission_with_the_field_named() {
+    let env = Env::get();
+    let cases = cases();
+    assert!(cases.len() >= 15);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let out = env.kubectl(&["apply", "-f", "-"], Some(&case.manifest));
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            failures.push(format!("{}: was accepted", case.what));
+        } else if let Some(missing) = case.expect.iter().find(|e| !err.contains(**e)) {
+            failures.push(format!("{}: error lacks {missing:?}: {err}", case.what));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases wrong:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    // Nothing was created by any refused apply.
+    let names = env.kubectl_ok(&["get", "tenants", "-o", "name"], None);
+    assert!(
+        !names
+            .lines()
+            .any(|l| l.starts_with("tenant.kubespaces.io/v-")),
+        "{names}"
+    );
+}
+
+#[tokio::test]
+async fn the_longest_allowed_name_and_integer_quantities_are_accepted() {
+    let env = Env::get();
+    let name = format!("v-{}", "x".repeat(43));
+    let manifest = spec(
+        &name,
+        "  owner: alice@example.com\n  resources:\n    cpu: 2\n    memory: 1073741824\n",
+    );
+    env.kubectl_ok(&["apply", "-f", "-", "--dry-run=server"], Some(&manifest));
+}
+
+#[tokio::test]
+async fn an_update_to_an_invalid_value_is_refused_too() {
+    let env = Env::get();
+    env.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&tenant_yaml(
+            "update-check",
+            "alice@example.com",
+            "1",
+            "1Gi",
+            None,
+        )),
+    );
+    let out = env.kubectl(
+        &[
+            "patch",
+            "tenant",
+            "update-check",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"resources":{"cpu":"0"}}}"#,
+        ],
+        None,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("spec.resources.cpu"),
+        "{err}"
+    );
+    env.kubectl_ok(&["delete", "tenant", "update-check", "--wait=false"], None);
+}
