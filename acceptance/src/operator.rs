@@ -73,6 +73,20 @@ impl OperatorProcess {
         let _ = self.child.wait();
     }
 
+    /// SIGTERM, as Kubernetes stops a pod; returns the exit status once the process is gone.
+    pub async fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().ok()?;
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
+    }
+
     /// Starts the same operator again (after [`kill`](Self::kill)).
     pub async fn restart(&mut self) {
         let port = free_port();

@@ -175,3 +175,42 @@ impl Tenant {
         self.status.as_ref().and_then(|s| s.phase.as_deref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::core::DeserializeGuard;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_tenant_this_version_cannot_read_is_isolated_not_fatal() {
+        // What the operator's watch receives for an object written under another schema.
+        let bad = json!({
+            "apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant",
+            "metadata": {"name": "odd"},
+            "spec": {"owner": "a@example.com", "resources": "lots"}
+        });
+        let guard: DeserializeGuard<Tenant> = serde_json::from_value(bad).unwrap();
+        let invalid = guard.0.unwrap_err();
+        assert_eq!(invalid.metadata.name.as_deref(), Some("odd"));
+        assert!(
+            invalid.error.contains("resources") || invalid.error.contains("struct"),
+            "{}",
+            invalid.error
+        );
+    }
+
+    #[test]
+    fn integer_quantities_and_defaults_deserialize() {
+        let t: Tenant = serde_json::from_value(json!({
+            "apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant",
+            "metadata": {"name": "n", "generation": 2},
+            "spec": {"owner": "a@example.com", "resources": {"cpu": 8, "memory": "16Gi"}}
+        }))
+        .unwrap();
+        assert_eq!(t.spec.resources.cpu.0, "8");
+        assert_eq!(t.spec.deletion_policy, DeletionPolicy::Delete);
+        assert!(!t.is_ready(), "no status: not ready");
+    }
+}

@@ -127,6 +127,7 @@ pub fn error_policy(
     Action::requeue(Duration::from_secs(5))
 }
 
+#[tracing::instrument(skip_all, fields(tenant = %tenant.name_any(), generation = ?tenant.metadata.generation))]
 async fn reconcile_tenant(tenant: &Tenant, ctx: &Context) -> Result<Action> {
     let api: Api<Tenant> = Api::all(ctx.client.clone());
     if is_paused(tenant) {
