@@ -126,6 +126,39 @@ pub fn source(config: &Value, env: impl Fn(&str) -> Option<String>) -> Result<So
     Ok(Source::Infer)
 }
 
+/// ValidateProviderConfig: warnings for settings that would be silently ignored. Unknown
+/// values are not judged (Terraform validates again once they are known).
+pub fn validate(config: &Value) -> Vec<Diag> {
+    let set = |a: &str| !config.get(a).is_null() && !config.get(a).is_unknown();
+    let mut diags = vec![];
+    if set("host") {
+        for a in ["config_path", "config_context"] {
+            if set(a) {
+                diags.push(
+                    Diag::warning(
+                        format!("`{a}` is ignored"),
+                        "`host` is set, so the provider connects to it directly and reads no kubeconfig.",
+                    )
+                    .at(AttrPath::root(a)),
+                );
+            }
+        }
+    } else if !config.get("host").is_unknown() {
+        for a in ["token", "cluster_ca_certificate", "insecure"] {
+            if set(a) {
+                diags.push(
+                    Diag::warning(
+                        format!("`{a}` is ignored without `host`"),
+                        "Set `host` (or KUBE_HOST) to use it; otherwise the kubeconfig's own credentials are used.",
+                    )
+                    .at(AttrPath::root(a)),
+                );
+            }
+        }
+    }
+    diags
+}
+
 /// The in-memory kubeconfig for `host`/`token`/CA, so kube's own TLS and auth handling
 /// (the same as for a kubeconfig file) applies.
 fn explicit_kubeconfig(
@@ -264,6 +297,25 @@ mod tests {
         let err = source(&cfg(&[("host", Value::Unknown)]), no_env).unwrap_err();
         assert_eq!(err.len(), 1);
         assert_eq!(err[0].path, Some(AttrPath::root("host")));
+    }
+
+    #[test]
+    fn settings_that_would_be_ignored_are_warned_about() {
+        let both = cfg(&[
+            ("host", Value::string("https://h")),
+            ("config_path", Value::string("/k")),
+        ]);
+        let d = validate(&both);
+        assert_eq!(d.len(), 1);
+        assert!(!d[0].error);
+        assert_eq!(d[0].path, Some(AttrPath::root("config_path")));
+
+        let token_only = cfg(&[("token", Value::string("t"))]);
+        assert_eq!(validate(&token_only)[0].path, Some(AttrPath::root("token")));
+        // The host may be known later: no warning yet.
+        let later = cfg(&[("host", Value::Unknown), ("token", Value::string("t"))]);
+        assert_eq!(validate(&later), vec![]);
+        assert_eq!(validate(&cfg(&[])), vec![]);
     }
 
     #[test]

@@ -132,12 +132,7 @@ impl Provider for KubespacesProvider {
         request: Request<tf::validate_provider_config::Request>,
     ) -> RpcResult<tf::validate_provider_config::Response> {
         let diags = match decode(request.get_ref().config.as_ref(), &config::TYPE) {
-            // Unknowns are fine at validation time; ConfigureProvider reports them.
-            Ok(v) => config::source(&v, |_| None).err().map_or(vec![], |d| {
-                d.into_iter()
-                    .filter(|d| !d.summary.contains("not known yet"))
-                    .collect()
-            }),
+            Ok(v) => config::validate(&v),
             Err(d) => vec![d],
         };
         Ok(Response::new(tf::validate_provider_config::Response {
