@@ -15,6 +15,7 @@ pub struct OperatorProcess {
     bin: String,
     shard: String,
     log: std::path::PathBuf,
+    extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -27,25 +28,28 @@ fn free_port() -> u16 {
 impl OperatorProcess {
     /// Starts the operator binary for one shard and waits until it reports ready.
     pub async fn start(bin: &str, shard: &str) -> OperatorProcess {
+        Self::start_with(bin, shard, &[]).await
+    }
+
+    /// Same as [`start`](Self::start), with extra `run` flags.
+    pub async fn start_with(bin: &str, shard: &str, extra: &[&str]) -> OperatorProcess {
         let port = free_port();
         let dir = std::env::var("KUBESPACES_STATE")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|_| std::env::temp_dir());
         let log = dir.join(format!("operator-{shard}.log"));
-        let child = spawn(bin, shard, port, &log);
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let child = spawn(bin, shard, port, &log, &extra);
         let op = OperatorProcess {
             child,
             metrics_url: format!("http://127.0.0.1:{port}"),
             bin: bin.into(),
             shard: shard.into(),
             log,
+            extra,
         };
         op.wait_ready().await;
         op
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     async fn wait_ready(&self) {
@@ -90,7 +94,7 @@ impl OperatorProcess {
     /// Starts the same operator again (after [`kill`](Self::kill)).
     pub async fn restart(&mut self) {
         let port = free_port();
-        self.child = spawn(&self.bin, &self.shard, port, &self.log);
+        self.child = spawn(&self.bin, &self.shard, port, &self.log, &self.extra);
         self.metrics_url = format!("http://127.0.0.1:{port}");
         self.wait_ready().await;
     }
@@ -119,7 +123,7 @@ impl Drop for OperatorProcess {
     }
 }
 
-fn spawn(bin: &str, shard: &str, port: u16, log: &std::path::Path) -> Child {
+fn spawn(bin: &str, shard: &str, port: u16, log: &std::path::Path, extra: &[String]) -> Child {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -134,6 +138,7 @@ fn spawn(bin: &str, shard: &str, port: u16, log: &std::path::Path) -> Child {
             "--selector",
             &format!("{SHARD_LABEL}={shard}"),
         ])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -18,7 +18,7 @@ use kubespaces_acceptance::{
     wait_gone, wait_ready,
 };
 use kubespaces_operator::{
-    api::{Tenant, TenantResources, TenantSpec},
+    api::{Tenant, TenantSpec},
     names,
 };
 
@@ -28,16 +28,7 @@ const COUNT: usize = 20;
 fn tenant(i: usize) -> Tenant {
     let mut t = Tenant::new(
         &format!("restart-{i:02}"),
-        TenantSpec {
-            owner: format!("user{i}@example.com"),
-            resources: TenantResources {
-                cpu: k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
-                memory: k8s_openapi::apimachinery::pkg::api::resource::Quantity("1Gi".into()),
-                storage: None,
-            },
-            deletion_policy: Default::default(),
-            write_connection_secret_to_ref: None,
-        },
+        TenantSpec::new(format!("user{i}@example.com"), "1", "1Gi", None),
     );
     t.metadata.labels = Some([(SHARD_LABEL.to_owned(), SHARD.to_owned())].into());
     t

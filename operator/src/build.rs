@@ -267,21 +267,12 @@ pub fn owner_cluster_role() -> ClusterRole {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{TenantResources, TenantSpec};
+    use crate::api::TenantSpec;
 
     fn tenant(storage: Option<&str>) -> Tenant {
         let mut t = Tenant::new(
             "team-atlas",
-            TenantSpec {
-                owner: "alice@example.com".into(),
-                resources: TenantResources {
-                    cpu: Quantity("8".into()),
-                    memory: Quantity("16Gi".into()),
-                    storage: storage.map(|s| Quantity(s.into())),
-                },
-                deletion_policy: Default::default(),
-                write_connection_secret_to_ref: None,
-            },
+            TenantSpec::new("alice@example.com", "8", "16Gi", storage),
         );
         t.metadata.uid = Some("uid-1".into());
         t

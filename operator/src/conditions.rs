@@ -162,59 +162,44 @@ pub fn summarize(
     out
 }
 
-/// The conditions after a reconcile that failed with a (retryable) error: the summary and
-/// details already on the object stay, `Synced` turns false with the error, and the tenant is
-/// marked as still reconciling.
-pub fn with_sync_error(existing: &[Condition], reason: &str, message: &str) -> Vec<Desired> {
+/// The existing conditions of known types, minus those in `drop`, with `Ready` added (False,
+/// with `waiting`) when there was none.
+fn carried_over(existing: &[Condition], drop: &[&str], waiting: &str) -> Vec<Desired> {
     let mut out: Vec<Desired> = existing
         .iter()
-        .filter(|c| ![SYNCED, RECONCILING, STALLED].contains(&c.type_.as_str()))
+        .filter(|c| !drop.contains(&c.type_.as_str()))
         .filter_map(|c| {
             known_type(&c.type_)
                 .map(|t| Desired::new(t, c.status == "True", c.reason.clone(), c.message.clone()))
         })
         .collect();
     if !out.iter().any(|d| d.type_ == READY) {
-        out.push(Desired::new(
-            READY,
-            false,
-            "Creating",
-            "waiting for the first successful reconcile",
-        ));
+        out.push(Desired::new(READY, false, "Creating", waiting));
     }
-    out.push(Desired::new(
-        SYNCED,
-        false,
-        "ReconcileError",
-        format!("{reason}: {message}"),
-    ));
+    out
+}
+
+/// The conditions after a reconcile that failed with a (retryable) error: the summary and
+/// details already on the object stay, `Synced` turns false with the error, and the tenant is
+/// marked as still reconciling.
+pub fn with_sync_error(existing: &[Condition], reason: &str, message: &str) -> Vec<Desired> {
+    let waiting = "waiting for the first successful reconcile";
+    let mut out = carried_over(existing, &[SYNCED, RECONCILING, STALLED], waiting);
+    let error = format!("{reason}: {message}");
+    out.push(Desired::new(SYNCED, false, "ReconcileError", error.clone()));
     out.push(Desired::new(
         RECONCILING,
         true,
         "ProgressingWithRetry",
-        format!("{reason}: {message}"),
+        error,
     ));
     out
 }
 
 /// The conditions while reconciliation is paused: everything stays, `Synced` says why.
 pub fn paused(existing: &[Condition]) -> Vec<Desired> {
-    let mut out: Vec<Desired> = existing
-        .iter()
-        .filter(|c| c.type_ != SYNCED && c.type_ != RECONCILING)
-        .filter_map(|c| {
-            known_type(&c.type_)
-                .map(|t| Desired::new(t, c.status == "True", c.reason.clone(), c.message.clone()))
-        })
-        .collect();
-    if !out.iter().any(|d| d.type_ == READY) {
-        out.push(Desired::new(
-            READY,
-            false,
-            "Creating",
-            "reconciliation is paused before the tenant was provisioned",
-        ));
-    }
+    let waiting = "reconciliation is paused before the tenant was provisioned";
+    let mut out = carried_over(existing, &[SYNCED, RECONCILING], waiting);
     out.push(Desired::new(
         SYNCED,
         false,

@@ -148,6 +148,22 @@ pub struct QuotaStatus {
     pub used: BTreeMap<String, Quantity>,
 }
 
+impl TenantSpec {
+    /// A spec with the given owner and budget (tests, the provider and the CLI build on this).
+    pub fn new(owner: impl Into<String>, cpu: &str, memory: &str, storage: Option<&str>) -> Self {
+        TenantSpec {
+            owner: owner.into(),
+            resources: TenantResources {
+                cpu: Quantity(cpu.to_owned()),
+                memory: Quantity(memory.to_owned()),
+                storage: storage.map(|s| Quantity(s.to_owned())),
+            },
+            deletion_policy: DeletionPolicy::default(),
+            write_connection_secret_to_ref: None,
+        }
+    }
+}
+
 impl Tenant {
     /// The tenant's conditions, empty before the first reconcile.
     pub fn conditions(&self) -> &[Condition] {

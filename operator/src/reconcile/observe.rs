@@ -218,24 +218,12 @@ mod tests {
     };
 
     use super::*;
-    use crate::{
-        api::{TenantResources, TenantSpec},
-        config::HostConfig,
-    };
+    use crate::{api::TenantSpec, config::HostConfig};
 
     fn tenant() -> Tenant {
         Tenant::new(
             "team-atlas",
-            TenantSpec {
-                owner: "alice@example.com".into(),
-                resources: TenantResources {
-                    cpu: Quantity("8".into()),
-                    memory: Quantity("16Gi".into()),
-                    storage: None,
-                },
-                deletion_policy: Default::default(),
-                write_connection_secret_to_ref: None,
-            },
+            TenantSpec::new("alice@example.com", "8", "16Gi", None),
         )
     }
 
