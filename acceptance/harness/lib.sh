@@ -169,6 +169,22 @@ wait_for() {
   return 1
 }
 
+# Operator processes that tests started against the cluster in STATE and left running (e.g. after a
+# panic). Identified by executable name AND by KUBECONFIG pointing into STATE, so nothing outside
+# this state dir is ever matched. Prints their pids, excluding the recorded shared operator.
+stray_operators() {
+  local state=$1 shared p
+  shared=$(pid_alive "$state" operator || true)
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [ "$p" != "$shared" ] || continue
+    [ "$(proc_exe_name "$p" 2>/dev/null)" = kubespaces-operator ] || continue
+    proc_running "$p" || continue
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "KUBECONFIG=$state/kubeconfig" || continue
+    echo "$p"
+  done
+}
+
 # Prints the last lines of every component log in STATE (used when something failed).
 print_log_tails() {
   local state=$1 lines=${2:-40} f

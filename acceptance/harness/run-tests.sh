@@ -43,9 +43,18 @@ cleanup() {
   [ "$status" -ne 0 ] || status=$rc
   if $cluster_started; then
     if [ "$status" -ne 0 ]; then
-      log "tests failed (exit $status): component logs follow (full logs in ${STATE#"$REPO_ROOT/"}/logs/)"
+      case $status in 130|143) log "interrupted: component logs follow" ;;
+        *) log "tests failed (exit $status): component logs follow" ;; esac
       print_log_tails "$STATE" 60
+      log "full logs in ${STATE#"$REPO_ROOT/"}/logs/"
     fi
+    # Operators that tests started for their own tenants and did not stop (a test that panicked
+    # before its cleanup): stop them too, they would otherwise outlive the cluster.
+    local p
+    for p in $(stray_operators "$STATE"); do
+      log "stopping operator pid $p left running by a test"
+      kill -TERM "$p" 2>/dev/null || true
+    done
     "$HARNESS_DIR/cluster-down.sh" "$STATE" || true
   fi
   log "make test finished in $((SECONDS - T0))s with exit $status"
