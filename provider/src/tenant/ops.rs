@@ -88,7 +88,14 @@ async fn wait_ready(
 ) -> Waited {
     let name = tenant.metadata.name.clone().unwrap_or_default();
     let deadline = Instant::now() + timeout;
+    let mut last_phase = None;
     loop {
+        // Progress for `TF_LOG_PROVIDER=INFO`: one line per phase change, not per poll.
+        let phase = tenant.phase().map(str::to_owned);
+        if phase != last_phase {
+            tracing::info!(tenant = %name, phase = phase.as_deref().unwrap_or("none"), "waiting for Ready");
+            last_phase = phase;
+        }
         if tenant.is_ready() {
             return Waited::Ready(tenant);
         }
