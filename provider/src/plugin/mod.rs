@@ -7,6 +7,7 @@
 
 pub mod handshake;
 mod incoming;
+pub mod socket;
 pub mod tls;
 
 use std::io::Write as _;
@@ -31,6 +32,8 @@ pub enum PluginError {
     Handshake(#[from] handshake::HandshakeError),
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
+    #[error(transparent)]
+    SocketGroup(#[from] socket::SocketError),
     #[error("socket {path}: {source}")]
     Socket {
         path: PathBuf,
@@ -69,26 +72,6 @@ impl GrpcController for Controller {
     }
 }
 
-/// Removes the socket file however the server ends.
-struct SocketFile(PathBuf);
-
-impl Drop for SocketFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn socket_path() -> PathBuf {
-    let dir = std::env::var_os("PLUGIN_UNIX_SOCKET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    dir.join(format!("plugin-kubespaces-{}-{nanos}", std::process::id()))
-}
-
 fn print_stdout(line: &str) -> Result<(), PluginError> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}")
@@ -118,12 +101,13 @@ pub async fn serve<P: Provider>(provider: P, mode: Mode) -> Result<(), PluginErr
         }
     });
 
-    let path = socket_path();
+    let path = socket::path();
     let listener = UnixListener::bind(&path).map_err(|source| PluginError::Socket {
         path: path.clone(),
         source,
     })?;
-    let _cleanup = SocketFile(path.clone());
+    let _cleanup = socket::SocketFile(path.clone());
+    socket::apply_group(&path)?;
     let addr = path.to_string_lossy().into_owned();
 
     let router = Server::builder()
