@@ -8,7 +8,8 @@
 # healthy cluster it only says so; leftovers of a dead one are cleaned up first.
 #
 # Env: KUBESPACES_BIN (skip build-tools.sh and use these binaries),
-#      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs).
+#      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs),
+#      KUBESPACES_KCM_QPS / KUBESPACES_KCM_BURST (kube-controller-manager client rate, 100/200).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -199,6 +200,9 @@ else
 fi
 
 # ---------------------------------------------------------------- kube-controller-manager (§3.7)
+# Client rate 100/200 (kcm's default is 20/30): every new namespace costs kcm ~3 writes (default
+# ServiceAccount, kube-root-ca.crt, quota status), and at the default a burst of tenants queues.
+# KUBESPACES_KCM_QPS/KUBESPACES_KCM_BURST override it (e.g. to see whether kcm bounds a benchmark).
 # All controllers: namespace deletion, GC, quota status, workload controllers, SA tokens (needs the
 # SA private key), root CA publisher, node lifecycle (removes the not-ready taint kwok nodes start with).
 log "starting kube-controller-manager"
@@ -208,7 +212,8 @@ start_bg "$STATE" kube-controller-manager "$BIN/kube-controller-manager" \
   --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
   --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
   --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
-  --kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
+  --kube-api-qps="${KUBESPACES_KCM_QPS:-100}" --kube-api-burst="${KUBESPACES_KCM_BURST:-200}" \
+  --profiling=false --v=1
 
 # ---------------------------------------------------------------- kube-scheduler (§3.8)
 # kwok only handles pods that already have spec.nodeName, so a real scheduler binds them. With
