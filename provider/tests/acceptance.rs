@@ -258,3 +258,70 @@ async fn interrupt_during_apply_keeps_the_tenant_in_state() {
         "and recorded: {state}"
     );
 }
+
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn failed_create_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let ws = Workspace::new("tainted");
+    let api = tenants().await;
+    let namespaces: Api<Namespace> = Api::all(kube::Client::try_default().await.unwrap());
+    let name = format!("acc-taint-{}", std::process::id());
+    // A namespace of the tenant's name that KubeSpaces did not create: the operator refuses
+    // it (NamespaceConflict) and the tenant fails permanently.
+    let squatter: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": kubespaces_operator::names::namespace(&name)}
+    }))
+    .unwrap();
+    namespaces
+        .create(&Default::default(), &squatter)
+        .await
+        .unwrap();
+
+    ws.write(&tenant_tf(&name, "1"));
+    let out = ws.run(&["apply", "-auto-approve"]);
+    assert_eq!(out.status.code(), Some(1));
+    // Terraform wraps diagnostics; compare with whitespace collapsed.
+    let stderr = String::from_utf8_lossy(&out.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        stderr.contains(&format!("Tenant \"{name}\" failed")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("already exists"),
+        "the operator's reason: {stderr}"
+    );
+    assert!(
+        ws.ok(&["show"]).contains("(tainted)"),
+        "kept in state, tainted"
+    );
+    assert!(
+        api.get_opt(&name).await.unwrap().is_some(),
+        "and not leaked"
+    );
+
+    namespaces
+        .delete(
+            &kubespaces_operator::names::namespace(&name),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    // The namespace controller finishes the deletion; until then the name is still taken.
+    for _ in 0..120 {
+        let ns = kubespaces_operator::names::namespace(&name);
+        if namespaces.get_opt(&ns).await.unwrap().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        ws.planned_actions("kubespaces_tenant.t"),
+        vec!["delete", "create"]
+    );
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(api.get(&name).await.unwrap().is_ready());
+}
