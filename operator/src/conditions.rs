@@ -31,6 +31,10 @@ pub struct Desired {
     pub status: bool,
     pub reason: String,
     pub message: String,
+    /// The generation this condition speaks for; None: the current one. Conditions carried
+    /// over unchanged (while paused, or after an error) keep the generation they were
+    /// computed for, so they never claim a spec they have not seen.
+    pub observed_generation: Option<Option<i64>>,
 }
 
 impl Desired {
@@ -45,6 +49,7 @@ impl Desired {
             status,
             reason: reason.into(),
             message: message.into(),
+            observed_generation: None,
         }
     }
 }
@@ -123,7 +128,7 @@ pub fn merge(
                 status,
                 reason: d.reason,
                 message: d.message,
-                observed_generation: generation,
+                observed_generation: d.observed_generation.unwrap_or(generation),
                 last_transition_time,
             }
         })
@@ -169,8 +174,10 @@ fn carried_over(existing: &[Condition], drop: &[&str], waiting: &str) -> Vec<Des
         .iter()
         .filter(|c| !drop.contains(&c.type_.as_str()))
         .filter_map(|c| {
-            known_type(&c.type_)
-                .map(|t| Desired::new(t, c.status == "True", c.reason.clone(), c.message.clone()))
+            known_type(&c.type_).map(|t| Desired {
+                observed_generation: Some(c.observed_generation),
+                ..Desired::new(t, c.status == "True", c.reason.clone(), c.message.clone())
+            })
         })
         .collect();
     if !out.iter().any(|d| d.type_ == READY) {
@@ -383,6 +390,26 @@ mod tests {
         assert_eq!(get(SYNCED).message, "KubeApi: boom");
         assert_eq!(get(RECONCILING).status, "True");
         assert_eq!(get(NAMESPACE_READY).status, "True");
+    }
+
+    #[test]
+    fn carried_over_conditions_do_not_claim_a_newer_generation() {
+        let ready = merge(
+            &[],
+            summarize(all_details(true), None, "ok"),
+            Some(1),
+            &time(1),
+        );
+        // The spec changed (generation 2) while paused.
+        let paused = merge(&ready, paused(&ready), Some(2), &time(2));
+        let r = paused.iter().find(|c| c.type_ == READY).unwrap();
+        assert_eq!(
+            r.observed_generation,
+            Some(1),
+            "Ready speaks for generation 1 only"
+        );
+        let s = paused.iter().find(|c| c.type_ == SYNCED).unwrap();
+        assert_eq!(s.observed_generation, Some(2));
     }
 
     #[test]

@@ -45,6 +45,15 @@ pub enum StartError {
 
 type TenantRef = ObjectRef<DeserializeGuard<Tenant>>;
 
+/// Drops what the operator never reads from cached objects (they are most of the cache's
+/// memory): managed fields and kubectl's last-applied copy of the whole object.
+fn slim<K: Resource>(object: &mut K) {
+    object.managed_fields_mut().clear();
+    object
+        .annotations_mut()
+        .remove("kubectl.kubernetes.io/last-applied-configuration");
+}
+
 /// Watches one kind of host object (those with the tenant label) into a cache, and sends the
 /// owning tenant of every change (including deletions) to `triggers`.
 fn watch_children<K>(client: &Client, triggers: mpsc::UnboundedSender<TenantRef>) -> Store<K>
@@ -63,7 +72,7 @@ where
         .any_semantic();
     let stream = watcher(Api::<K>::all(client.clone()), config)
         .default_backoff()
-        .modify(|o| o.managed_fields_mut().clear())
+        .modify(slim)
         .reflect(writer)
         .touched_objects();
     tokio::spawn(async move {
@@ -130,6 +139,7 @@ pub async fn run(
         caches,
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
+        recent: Default::default(),
     });
 
     let mut watch_config = watcher::Config::default().any_semantic();
@@ -139,7 +149,7 @@ pub async fn run(
     let (tenant_store, tenant_writer) = reflector::store();
     let tenant_stream = watcher(tenants, watch_config)
         .default_backoff()
-        .modify(|t: &mut DeserializeGuard<Tenant>| t.managed_fields_mut().clear())
+        .modify(slim::<DeserializeGuard<Tenant>>)
         .reflect(tenant_writer)
         .applied_objects();
 

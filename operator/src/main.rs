@@ -31,8 +31,8 @@ enum Command {
 
 fn init_tracing() {
     use tracing_subscriber::{EnvFilter, fmt};
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,kube=warn"));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,kube_client=warn,kube_runtime=warn"));
     let json = std::env::var("KUBESPACES_LOG_FORMAT").is_ok_and(|f| f == "json");
     if json {
         fmt()

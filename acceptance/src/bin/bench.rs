@@ -60,6 +60,15 @@ struct Args {
     operator: String,
 }
 
+/// A short id that keeps the names of one run apart from any earlier run on the same cluster.
+fn run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("{:05}", secs % 100_000)
+}
+
 fn tenant(name: &str) -> Tenant {
     let mut t = Tenant::new(
         name,
@@ -107,14 +116,17 @@ where
 /// The baseline: for each tenant, create the namespace and its four objects with plain
 /// creates (no operator), and count the tenant done when the quota controller has computed its
 /// quota — the same point at which the operator calls a tenant Ready.
-async fn baseline(client: &Client, n: usize, concurrency: usize) -> Result<RunResult> {
+async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> Result<RunResult> {
+    let shard = format!("baseline-{run}");
     let host = HostConfig::default();
     let started: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let watch_client = client.clone();
+    let shard_for_watch = shard.clone();
     let done = tokio::spawn(async move {
+        let shard = shard_for_watch;
         let quotas: Api<ResourceQuota> = Api::all(watch_client);
-        let config = watcher::Config::default().labels(&format!("{}=baseline", SHARD_LABEL));
+        let config = watcher::Config::default().labels(&format!("{SHARD_LABEL}={shard}"));
         let mut seen: BTreeMap<String, Instant> = BTreeMap::new();
         let mut events = std::pin::pin!(watcher(quotas, config).applied_objects());
         while let Some(Ok(q)) = events.next().await {
@@ -135,15 +147,16 @@ async fn baseline(client: &Client, n: usize, concurrency: usize) -> Result<RunRe
             let host = host.clone();
             let started = started.clone();
             let requests = requests.clone();
+            let shard = shard.clone();
             async move {
-                let name = format!("base-{i:04}");
+                let name = format!("b{run}-{i:04}");
                 let t = tenant(&name);
                 let ns_name = names::namespace(&name);
                 started.lock().await.insert(ns_name.clone(), Instant::now());
                 let label = |mut meta: kube::api::ObjectMeta| {
                     meta.labels
                         .get_or_insert_default()
-                        .insert(SHARD_LABEL.to_owned(), "baseline".to_owned());
+                        .insert(SHARD_LABEL.to_owned(), shard.clone());
                     meta.owner_references = None;
                     meta
                 };
@@ -206,14 +219,17 @@ async fn baseline(client: &Client, n: usize, concurrency: usize) -> Result<RunRe
 /// Creates tenants `from..to` and waits until all are Ready; returns per-tenant latencies.
 async fn provision(
     client: &Client,
+    run: &str,
     from: usize,
     to: usize,
     concurrency: usize,
 ) -> Result<(Duration, Vec<Duration>)> {
+    let prefix = format!("t{run}-");
     let tenants: Api<Tenant> = Api::all(client.clone());
     let n = to - from;
     let started: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let watch_api = tenants.clone();
+    let watch_prefix = prefix.clone();
     let done = tokio::spawn(async move {
         let config = watcher::Config::default().labels(&format!("{SHARD_LABEL}=bench"));
         let mut ready: HashMap<String, Instant> = HashMap::new();
@@ -221,8 +237,8 @@ async fn provision(
         while let Some(Ok(t)) = events.next().await {
             let name = t.name_any();
             let index: usize = name
-                .trim_start_matches("bench-")
-                .parse()
+                .strip_prefix(watch_prefix.as_str())
+                .and_then(|i| i.parse().ok())
                 .unwrap_or(usize::MAX);
             if (from..to).contains(&index) && t.is_ready() {
                 ready.entry(name).or_insert_with(Instant::now);
@@ -238,8 +254,9 @@ async fn provision(
         .map(|i| {
             let tenants = tenants.clone();
             let started = started.clone();
+            let prefix = prefix.clone();
             async move {
-                let name = format!("bench-{i:04}");
+                let name = format!("{prefix}{i:04}");
                 started.lock().await.insert(name.clone(), Instant::now());
                 create(&tenants, &tenant(&name)).await
             }
@@ -284,7 +301,8 @@ async fn main() -> Result<()> {
     println!(
         "baseline: plain client creating namespace + quota + limits + binding + policy per tenant ..."
     );
-    let base = baseline(&client, n, args.concurrency).await?;
+    let run = run_id();
+    let base = baseline(&client, &run, n, args.concurrency).await?;
 
     println!("operator: {n} Tenants ...");
     // A short resync: during the idle window every Ready tenant is re-checked several times, so
@@ -296,7 +314,7 @@ async fn main() -> Result<()> {
         &operator.metrics().await,
         "kubespaces_kube_api_requests_total",
     );
-    let (wall, latencies) = provision(&client, 0, n, args.concurrency).await?;
+    let (wall, latencies) = provision(&client, &run, 0, n, args.concurrency).await?;
     let after = metric_sum(
         &operator.metrics().await,
         "kubespaces_kube_api_requests_total",
@@ -325,7 +343,7 @@ async fn main() -> Result<()> {
 
     if args.idle_tenants > n {
         println!("\nidle: growing to {} tenants ...", args.idle_tenants);
-        provision(&client, n, args.idle_tenants, args.concurrency).await?;
+        provision(&client, &run, n, args.idle_tenants, args.concurrency).await?;
         let writes_before = metric_sum_where(
             &operator.metrics().await,
             "kubespaces_kube_api_requests_total",

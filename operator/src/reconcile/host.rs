@@ -1,11 +1,12 @@
 //! Applies the host objects of a tenant — only those that are missing or drifted.
 
-use std::fmt::Debug;
+use std::{fmt::Debug, time::Duration};
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
 use kube::{
     Api, Resource, ResourceExt,
     api::{Patch, PatchParams, PostParams},
+    runtime::reflector::ObjectRef,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use tracing::debug;
@@ -30,26 +31,23 @@ pub struct Outcome {
 pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     let name = tenant.name_any();
     let ns = names::namespace(&name);
-    let mut host = ctx.caches.observe(&name);
+    let cached = ctx.caches.observe(&name);
     let client = &ctx.client;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let desired_ns = build::namespace(tenant, &ctx.host);
 
     // The cache holds only namespaces with the tenant label, so a namespace of the same name
-    // that is not ours is invisible to it. On a cache miss, create (not apply) the namespace:
-    // if it already exists we read it and check whose it is before touching it.
-    if host.namespace.is_none() {
-        let params = PostParams {
-            field_manager: Some(names::CHILD_FIELD_MANAGER.into()),
-            ..PostParams::default()
-        };
-        host.namespace = match namespaces.create(&params, &desired_ns).await {
-            Ok(created) => Some(created),
+    // that is not ours is invisible to it. When we know of no namespace, create (not apply)
+    // it: if it exists after all, read it and check whose it is before touching it.
+    let mut namespace = Known::of(&name, cached.namespace, ctx)?;
+    if namespace.object.is_none() {
+        namespace.object = match namespaces.create(&create_params(), &desired_ns).await {
+            Ok(created) => Some(namespace.wrote(created, ctx)?),
             Err(kube::Error::Api(s)) if s.code == 409 => namespaces.get_opt(&ns).await?,
             Err(e) => return Err(e.into()),
         };
     }
-    if let Some((reason, message)) = observe::namespace_conflict(&name, host.namespace.as_ref()) {
+    if let Some((reason, message)) = observe::namespace_conflict(&name, namespace.object.as_ref()) {
         // Nothing of the tenant's exists; the namespace condition says why.
         let mut details = observe::details(tenant, &observe::HostObjects::default());
         details[0] = Desired::new(
@@ -64,7 +62,10 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             quota: None,
         });
     }
-    host.namespace = apply(&namespaces, desired_ns, host.namespace).await?;
+    let mut host = observe::HostObjects {
+        namespace: apply(&namespaces, desired_ns, namespace, ctx).await?,
+        ..observe::HostObjects::default()
+    };
     let terminating = host
         .namespace
         .as_ref()
@@ -77,28 +78,42 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             Api::namespaced(client.clone(), &ns),
             Api::namespaced(client.clone(), &ns),
         );
-        let (quota, limit_range, owner_binding, network_policy) = futures::try_join!(
-            apply(&quotas, build::quota(tenant), host.quota.take()),
+        (
+            host.quota,
+            host.limit_range,
+            host.owner_binding,
+            host.network_policy,
+        ) = futures::try_join!(
+            apply(
+                &quotas,
+                build::quota(tenant),
+                Known::of(&name, cached.quota, ctx)?,
+                ctx
+            ),
             apply(
                 &limit_ranges,
                 build::limit_range(tenant, &ctx.host),
-                host.limit_range.take()
+                Known::of(&name, cached.limit_range, ctx)?,
+                ctx
             ),
             apply(
                 &bindings,
                 build::owner_binding(tenant),
-                host.owner_binding.take()
+                Known::of(&name, cached.owner_binding, ctx)?,
+                ctx
             ),
             apply(
                 &policies,
                 build::network_policy(tenant),
-                host.network_policy.take()
+                Known::of(&name, cached.network_policy, ctx)?,
+                ctx
             ),
         )?;
-        host.quota = quota;
-        host.limit_range = limit_range;
-        host.owner_binding = owner_binding;
-        host.network_policy = network_policy;
+    }
+    if let Some(quota) = &host.quota
+        && !observe::quota_enforced(tenant, quota)
+    {
+        host.quota = Some(settle_quota(tenant, quota.clone(), ctx).await);
     }
     Ok(Outcome {
         details: observe::details(tenant, &host),
@@ -107,29 +122,108 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     })
 }
 
-/// Server-side applies `desired` unless `observed` already says all of it; returns what is now
-/// on the host.
-async fn apply<K>(api: &Api<K>, desired: K, observed: Option<K>) -> Result<Option<K>>
+/// How long a reconcile waits for the quota controller to compute a quota it just wrote.
+const QUOTA_SETTLE: Duration = Duration::from_secs(2);
+
+/// Waits briefly (watching the cache) for the quota controller to enforce `quota`. It usually
+/// does within a fraction of a second, and waiting here lets the first status written be the
+/// final one instead of "Provisioning" followed by "Ready": half the status writes.
+async fn settle_quota(tenant: &Tenant, quota: ResourceQuota, ctx: &Context) -> ResourceQuota {
+    let key = ObjectRef::new(names::QUOTA).within(&names::namespace(&tenant.name_any()));
+    let deadline = tokio::time::Instant::now() + QUOTA_SETTLE;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(cached) = ctx.caches.quotas.get(&key)
+            && observe::quota_enforced(tenant, &cached)
+        {
+            return (*cached).clone();
+        }
+    }
+    quota
+}
+
+fn create_params() -> PostParams {
+    PostParams {
+        field_manager: Some(names::CHILD_FIELD_MANAGER.into()),
+        ..PostParams::default()
+    }
+}
+
+fn encode<K: Serialize>(o: &K) -> Result<serde_json::Value> {
+    serde_json::to_value(o).map_err(|source| Error::Encoding {
+        kind: "host object",
+        source,
+    })
+}
+
+fn decode<K: DeserializeOwned>(value: serde_json::Value) -> Result<K> {
+    serde_json::from_value(value).map_err(|source| Error::Encoding {
+        kind: "host object",
+        source,
+    })
+}
+
+/// What we know of one host object: the cached one, or our own write if the cache has not
+/// caught up with it yet (see [`super::recent`]).
+struct Known<K> {
+    key: String,
+    object: Option<K>,
+}
+
+impl<K> Known<K>
+where
+    K: Resource + Serialize + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    /// The cached object, or our newer write. A tenant has one object of each kind, so the
+    /// tenant and the kind make the key.
+    fn of(tenant: &str, cached: Option<K>, ctx: &Context) -> Result<Self> {
+        let key = format!("{tenant}/{}", K::kind(&K::DynamicType::default()));
+        let seen = cached.as_ref().and_then(|o| o.resource_version());
+        let cached = cached.as_ref().map(encode).transpose()?;
+        let object = match ctx.recent.current(&key, seen.as_deref(), cached) {
+            Some(value) => Some(decode(value)?),
+            None => None,
+        };
+        Ok(Known { key, object })
+    }
+
+    /// Records an object we just wrote and returns it.
+    fn wrote(&self, written: K, ctx: &Context) -> Result<K> {
+        ctx.recent.record(
+            self.key.clone(),
+            written.resource_version(),
+            encode(&written)?,
+        );
+        Ok(written)
+    }
+}
+
+/// Creates or server-side applies `desired` unless what we know of it already says all of it;
+/// returns what is now on the host.
+async fn apply<K>(api: &Api<K>, desired: K, known: Known<K>, ctx: &Context) -> Result<Option<K>>
 where
     K: Resource + Serialize + DeserializeOwned + Clone + Debug,
     K::DynamicType: Default,
 {
-    let kind = K::kind(&K::DynamicType::default()).to_string();
-    let encode = |o: &K| {
-        serde_json::to_value(o).map_err(|source| Error::Encoding {
-            kind: "host object",
-            source,
-        })
-    };
-    let wanted = encode(&desired)?;
-    let current = observed.as_ref().map(encode).transpose()?;
-    if !drift::needs_apply(&wanted, current.as_ref()) {
-        return Ok(observed);
+    let current = known.object.as_ref().map(encode).transpose()?;
+    if !drift::needs_apply(&encode(&desired)?, current.as_ref()) {
+        return Ok(known.object);
     }
+    let kind = K::kind(&K::DynamicType::default()).to_string();
     let name = desired.name_any();
+    if known.object.is_none() {
+        // Not there as far as we know: a create is cheaper for the API server than an apply. If
+        // it exists after all, apply it.
+        debug!(%kind, %name, "creating");
+        match api.create(&create_params(), &desired).await {
+            Ok(created) => return known.wrote(created, ctx).map(Some),
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     debug!(%kind, %name, "applying");
     let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
-    Ok(Some(
-        api.patch(&name, &params, &Patch::Apply(&desired)).await?,
-    ))
+    let applied = api.patch(&name, &params, &Patch::Apply(&desired)).await?;
+    known.wrote(applied, ctx).map(Some)
 }

@@ -4,6 +4,7 @@
 pub mod drift;
 pub mod host;
 pub mod observe;
+pub mod recent;
 pub mod status;
 pub mod teardown;
 
@@ -79,6 +80,7 @@ pub struct Context {
     pub caches: Caches,
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
+    pub recent: recent::RecentWrites,
 }
 
 /// How long to wait before looking again at a tenant that is still converging. Watches on the
@@ -101,8 +103,7 @@ pub async fn reconcile(object: Arc<DeserializeGuard<Tenant>>, ctx: Arc<Context>)
                 EventType::Warning,
                 "InvalidObject",
                 &invalid.error,
-            )
-            .await;
+            );
             Ok(Action::await_change())
         }
     };
@@ -127,8 +128,10 @@ pub fn error_policy(
     Action::requeue(Duration::from_secs(5))
 }
 
-#[tracing::instrument(skip_all, fields(tenant = %tenant.name_any(), generation = ?tenant.metadata.generation))]
-async fn reconcile_tenant(tenant: &Tenant, ctx: &Context) -> Result<Action> {
+#[tracing::instrument(skip_all, fields(tenant = %cached.name_any(), generation = ?cached.metadata.generation))]
+async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
+    let own = own_view(cached, ctx);
+    let tenant = &own;
     let api: Api<Tenant> = Api::all(ctx.client.clone());
     if is_paused(tenant) {
         let conditions = conditions::paused(tenant.conditions());
@@ -145,7 +148,7 @@ async fn reconcile_tenant(tenant: &Tenant, ctx: &Context) -> Result<Action> {
         return teardown::run(&api, tenant, ctx).await;
     }
     if !has_finalizer(tenant) {
-        add_finalizer(&api, tenant).await?;
+        add_finalizer(&api, tenant, ctx).await?;
     }
     match host::ensure(tenant, ctx).await {
         Ok(outcome) => {
@@ -153,12 +156,20 @@ async fn reconcile_tenant(tenant: &Tenant, ctx: &Context) -> Result<Action> {
             let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
             let stalled = outcome.stalled.is_some();
             status::write(&api, tenant, new_status, ctx).await?;
-            Ok(match (ready, stalled) {
-                (true, _) => Action::requeue(ctx.resync),
+            let next = match (ready, stalled) {
+                (true, _) => ctx.resync,
                 // A conflicting namespace is not ours to watch; look again now and then.
-                (_, true) => Action::requeue(Duration::from_secs(60)),
-                _ => Action::requeue(CONVERGING_REQUEUE),
-            })
+                (_, true) => Duration::from_secs(60),
+                _ => CONVERGING_REQUEUE,
+            };
+            // While our own writes are preferred to the caches, look again once the caches
+            // alone decide, so a change someone made meanwhile is not missed.
+            let pending = ctx.recent.pending(&format!("{}/", tenant.name_any()));
+            Ok(Action::requeue(if pending {
+                next.min(recent::TRUST)
+            } else {
+                next
+            }))
         }
         Err(error) => {
             let conditions = conditions::with_sync_error(
@@ -176,11 +187,40 @@ async fn reconcile_tenant(tenant: &Tenant, ctx: &Context) -> Result<Action> {
                 EventType::Warning,
                 error.reason(),
                 &error.to_string(),
-            )
-            .await;
+            );
             Err(error)
         }
     }
+}
+
+fn finalizers_key(tenant: &Tenant) -> String {
+    format!("{}/Tenant/finalizers", tenant.name_any())
+}
+
+fn status_key(tenant: &Tenant) -> String {
+    format!("{}/Tenant/status", tenant.name_any())
+}
+
+/// The cached Tenant with our own newer finalizer and status writes laid over it, so a
+/// reconcile that runs before the watch delivers them neither repeats nor fights them.
+fn own_view(cached: &Tenant, ctx: &Context) -> Tenant {
+    let mut tenant = cached.clone();
+    let seen = cached.resource_version();
+    if let Some(value) = ctx
+        .recent
+        .current(&finalizers_key(cached), seen.as_deref(), None)
+        && let Ok(finalizers) = serde_json::from_value(value)
+    {
+        tenant.metadata.finalizers = Some(finalizers);
+    }
+    if let Some(value) = ctx
+        .recent
+        .current(&status_key(cached), seen.as_deref(), None)
+        && let Ok(status) = serde_json::from_value(value)
+    {
+        tenant.status = Some(status);
+    }
+    tenant
 }
 
 fn is_paused(tenant: &Tenant) -> bool {
@@ -194,45 +234,64 @@ fn has_finalizer(tenant: &Tenant) -> bool {
     tenant.finalizers().iter().any(|f| f == names::FINALIZER)
 }
 
-/// Sets the finalizer list, guarded by the resourceVersion we read so that a concurrent change
-/// to the list is never overwritten.
-async fn set_finalizers(api: &Api<Tenant>, tenant: &Tenant, finalizers: Vec<String>) -> Result<()> {
+/// Adds our finalizer, guarded by the resourceVersion we read so that a concurrent change to
+/// the list is never overwritten.
+async fn add_finalizer(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<()> {
+    let mut finalizers = tenant.finalizers().to_vec();
+    finalizers.push(names::FINALIZER.to_owned());
     let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": tenant.resource_version()}});
-    match api
+    let patched = api
         .patch(
             &tenant.name_any(),
             &PatchParams::default(),
             &Patch::Merge(&patch),
         )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+        .await?;
+    ctx.recent.record(
+        finalizers_key(tenant),
+        patched.resource_version(),
+        json!(finalizers),
+    );
+    Ok(())
 }
 
-async fn add_finalizer(api: &Api<Tenant>, tenant: &Tenant) -> Result<()> {
-    let mut finalizers = tenant.finalizers().to_vec();
-    finalizers.push(names::FINALIZER.to_owned());
-    set_finalizers(api, tenant, finalizers).await
-}
-
-async fn remove_finalizer(api: &Api<Tenant>, tenant: &Tenant) -> Result<()> {
-    let finalizers = tenant
-        .finalizers()
+/// Removes our finalizer, guarded by a test of the list as we know it (which includes our
+/// own recent writes, so a cache that lags behind them does not cause a conflict).
+async fn remove_finalizer(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<()> {
+    let current = tenant.finalizers().to_vec();
+    let remaining: Vec<String> = current
         .iter()
         .filter(|f| *f != names::FINALIZER)
         .cloned()
         .collect();
-    set_finalizers(api, tenant, finalizers).await?;
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
+    ]))
+    .map_err(|source| Error::Encoding {
+        kind: "finalizer patch",
+        source,
+    })?;
+    match api
+        .patch(
+            &tenant.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.is_not_found() => {}
+        Err(e) => return Err(e.into()),
+    }
+    ctx.recent.forget(&format!("{}/", tenant.name_any()));
     info!(tenant = %tenant.name_any(), "teardown complete, finalizer removed");
     Ok(())
 }
 
-/// Publishes an Event on the Tenant. Events are best effort: failing to publish one must not
-/// fail the reconcile.
-async fn publish(
+/// Publishes an Event on the Tenant in the background. Events are best effort: they must
+/// neither fail nor slow down the reconcile.
+fn publish(
     ctx: &Context,
     reference: &k8s_openapi::api::core::v1::ObjectReference,
     type_: EventType,
@@ -246,7 +305,11 @@ async fn publish(
         action: "Reconcile".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&event, reference).await {
-        warn!(error = %e, "could not publish event");
-    }
+    let recorder = ctx.recorder.clone();
+    let reference = reference.clone();
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            warn!(error = %e, "could not publish event");
+        }
+    });
 }

@@ -40,9 +40,20 @@ pub fn with_conditions(
     let phase = conditions::phase(&conditions, tenant.metadata.deletion_timestamp.is_some());
     // observedGeneration moves only when this generation reached a verdict (Ready or a
     // permanent failure): Flux and kstatus read it as "this spec has been fully applied".
-    let observed_generation = match phase {
-        Phase::Ready | Phase::Failed => generation,
-        _ => existing.observed_generation,
+    let verdict = match phase {
+        Phase::Ready => Some(conditions::READY),
+        Phase::Failed => Some(conditions::STALLED),
+        _ => None,
+    };
+    let reached = verdict.is_some_and(|v| {
+        conditions
+            .iter()
+            .any(|c| c.type_ == v && c.observed_generation == generation)
+    });
+    let observed_generation = if reached {
+        generation
+    } else {
+        existing.observed_generation
     };
     let request_token = names::RECONCILE_REQUEST_ANNOTATIONS
         .iter()
@@ -88,8 +99,17 @@ pub async fn write(
         .any(|c| c.type_ == conditions::READY && c.status == "True");
     let body = json!({"apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant", "status": new});
     let params = PatchParams::apply(names::STATUS_FIELD_MANAGER).force();
-    api.patch_status(&name, &params, &Patch::Apply(&body))
+    let patched = api
+        .patch_status(&name, &params, &Patch::Apply(&body))
         .await?;
+    // The next reconcile may start before the watch delivers this write: remember it.
+    if let Ok(written) = serde_json::to_value(&new) {
+        ctx.recent.record(
+            super::status_key(tenant),
+            patched.resource_version(),
+            written,
+        );
+    }
 
     if now_ready
         && !was_ready
@@ -99,7 +119,10 @@ pub async fn write(
     {
         ctx.metrics.observe_time_to_ready(elapsed);
     }
-    if old_phase != new_phase {
+    // Transitions worth a line in `kubectl describe`: Ready, Failed, Deleting. Pending and
+    // Provisioning are visible in the status and not worth an extra write per tenant each.
+    let announced = [Phase::Ready, Phase::Failed, Phase::Deleting].map(Phase::as_str);
+    if old_phase != new_phase && new_phase.as_deref().is_some_and(|p| announced.contains(&p)) {
         let phase = new_phase.unwrap_or_default();
         let ready = new.conditions.iter().find(|c| c.type_ == conditions::READY);
         let note = ready.map(|c| c.message.clone()).unwrap_or_default();
@@ -108,7 +131,7 @@ pub async fn write(
         } else {
             EventType::Normal
         };
-        publish(ctx, &tenant.object_ref(&()), type_, &phase, &note).await;
+        publish(ctx, &tenant.object_ref(&()), type_, &phase, &note);
     }
     Ok(())
 }

@@ -69,7 +69,7 @@ pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Ac
             Ok(Action::requeue(TEARDOWN_REQUEUE))
         }
         None => {
-            remove_finalizer(api, tenant).await?;
+            remove_finalizer(api, tenant, ctx).await?;
             ctx.metrics.set_phase(&name, None);
             Ok(Action::await_change())
         }

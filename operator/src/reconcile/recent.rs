@@ -1,0 +1,187 @@
+//! Read-your-own-writes on top of the watch caches.
+//!
+//! A reconcile often runs again before the watch has delivered what the previous one wrote (its
+//! own writes trigger it). Judged by the cache alone it would write everything again. So each
+//! write is remembered, with the resourceVersion the API server gave it, and preferred to the
+//! cache until the cache holds that version or a later one.
+//!
+//! resourceVersions are opaque by contract; an etcd-backed API server issues increasing
+//! integers, and those are compared as such. Where a version is not an integer, a write is
+//! preferred for at most [`TRUST`], and the reconciler looks again by then (see
+//! [`RecentWrites::pending`]).
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+/// How long a write of ours is preferred to a cache that has not shown it yet.
+pub const TRUST: Duration = Duration::from_secs(5);
+
+#[derive(Default)]
+pub struct RecentWrites {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    version: Option<String>,
+    written: Value,
+    at: Instant,
+}
+
+impl Entry {
+    fn holds(&self) -> bool {
+        self.at.elapsed() < TRUST
+    }
+
+    /// True when a cache at `cached` has caught up with this write.
+    fn superseded_by(&self, cached: Option<&str>) -> bool {
+        let number = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok());
+        match (number(cached), number(self.version.as_deref())) {
+            (Some(cached), Some(written)) => cached >= written,
+            _ => cached.is_some() && cached == self.version.as_deref(),
+        }
+    }
+}
+
+impl RecentWrites {
+    /// What we know of an object: `cached` (at `cached_version`), unless we wrote it more
+    /// recently than the cache shows.
+    pub fn current(
+        &self,
+        key: &str,
+        cached_version: Option<&str>,
+        cached: Option<Value>,
+    ) -> Option<Value> {
+        let Ok(mut entries) = self.entries.lock() else {
+            return cached;
+        };
+        match entries.get(key) {
+            Some(e) if e.holds() && !e.superseded_by(cached_version) => Some(e.written.clone()),
+            Some(_) => {
+                entries.remove(key);
+                cached
+            }
+            None => cached,
+        }
+    }
+
+    /// Remembers an object (or part of one) we just wrote, at the version the server returned.
+    pub fn record(&self, key: String, version: Option<String>, written: Value) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert(
+                key,
+                Entry {
+                    version,
+                    written,
+                    at: Instant::now(),
+                },
+            );
+        }
+    }
+
+    /// True when a write under `prefix` is still preferred to the cache: look again after
+    /// [`TRUST`], when the cache alone decides.
+    pub fn pending(&self, prefix: &str) -> bool {
+        self.entries
+            .lock()
+            .is_ok_and(|e| e.iter().any(|(k, v)| k.starts_with(prefix) && v.holds()))
+    }
+
+    /// Forgets everything under `prefix` (a tenant that is gone).
+    pub fn forget(&self, prefix: &str) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|k, _| !k.starts_with(prefix));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn age(recent: &RecentWrites, key: &str) {
+        if let Ok(mut entries) = recent.entries.lock()
+            && let Some(e) = entries.get_mut(key)
+        {
+            e.at -= TRUST;
+        }
+    }
+
+    #[test]
+    fn our_write_wins_until_the_cache_shows_it() {
+        let recent = RecentWrites::default();
+        recent.record("t/ResourceQuota".into(), Some("7".into()), json!({"v": 2}));
+        assert_eq!(
+            recent.current("t/ResourceQuota", Some("5"), Some(json!({"v": 1}))),
+            Some(json!({"v": 2}))
+        );
+        assert_eq!(
+            recent.current("t/ResourceQuota", None, None),
+            Some(json!({"v": 2})),
+            "create not yet seen"
+        );
+        assert!(recent.pending("t/"));
+        // The cache shows our write: the cache is the truth again and the entry is dropped.
+        assert_eq!(
+            recent.current("t/ResourceQuota", Some("7"), Some(json!({"v": 2, "s": 1}))),
+            Some(json!({"v": 2, "s": 1}))
+        );
+        assert!(!recent.pending("t/"));
+    }
+
+    #[test]
+    fn a_later_change_by_someone_else_wins_at_once() {
+        let recent = RecentWrites::default();
+        recent.record("t/ResourceQuota".into(), Some("7".into()), json!({"v": 2}));
+        // The quota controller wrote the status after our create.
+        assert_eq!(
+            recent.current(
+                "t/ResourceQuota",
+                Some("9"),
+                Some(json!({"v": 2, "status": 1}))
+            ),
+            Some(json!({"v": 2, "status": 1}))
+        );
+        assert!(!recent.pending("t/"));
+    }
+
+    #[test]
+    fn opaque_versions_fall_back_to_time() {
+        let recent = RecentWrites::default();
+        recent.record("t/Namespace".into(), Some("b".into()), json!("ours"));
+        assert_eq!(
+            recent.current("t/Namespace", Some("a"), Some(json!("cache"))),
+            Some(json!("ours"))
+        );
+        assert_eq!(
+            recent.current("t/Namespace", Some("b"), Some(json!("cache"))),
+            Some(json!("cache"))
+        );
+    }
+
+    #[test]
+    fn after_a_while_the_cache_is_believed_whatever_it_says() {
+        let recent = RecentWrites::default();
+        recent.record("t/LimitRange".into(), Some("7".into()), json!({"v": 2}));
+        age(&recent, "t/LimitRange");
+        assert!(!recent.pending("t/"));
+        // e.g. deleted by someone right after we created it
+        assert_eq!(recent.current("t/LimitRange", None, None), None);
+    }
+
+    #[test]
+    fn forgetting_a_tenant_drops_only_its_entries() {
+        let recent = RecentWrites::default();
+        recent.record("a/Tenant/status".into(), None, json!(1));
+        recent.record("ab/Tenant/status".into(), None, json!(1));
+        recent.forget("a/");
+        assert!(!recent.pending("a/"));
+        assert!(recent.pending("ab/"));
+    }
+}
