@@ -84,6 +84,16 @@ export KUBESPACES_ACCEPTANCE=1
 # --no-fail-fast: one failing test binary must not hide the results of the others.
 cargo test --workspace --no-fail-fast || status=$?
 
+# The provider's acceptance tests drive the real terraform binary against this cluster and its
+# operator (they are #[ignore]d in a plain `cargo test`, which has no cluster).
+step "provider acceptance tests (terraform)"
+if command -v terraform >/dev/null 2>&1; then
+  TF_ACC=1 cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored || status=$?
+else
+  log "terraform is not installed: provider acceptance tests NOT run (install terraform >= 1.11)"
+  status=1
+fi
+
 # A test run can pass while the shared operator crashed underneath it; that is a failure too.
 if [ $status -eq 0 ] && ! pid_alive "$STATE" operator >/dev/null; then
   log "the shared operator is no longer running"
