@@ -32,6 +32,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     let name = tenant.name_any();
     let ns = names::namespace(&name);
     let cached = ctx.caches.observe(&name);
+    let cached_quota_version = cached.quota.as_ref().and_then(|q| q.resource_version());
     let client = &ctx.client;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let desired_ns = build::namespace(tenant, &ctx.host);
@@ -110,7 +111,12 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             ),
         )?;
     }
+    // Only a quota written just now is worth waiting for: one that stays unenforced without a
+    // change of ours (quota controller down) is reported, not waited on at every reconcile.
+    let quota_written =
+        host.quota.as_ref().map(|q| q.resource_version()) != Some(cached_quota_version);
     if let Some(quota) = &host.quota
+        && quota_written
         && !observe::quota_enforced(tenant, quota)
     {
         host.quota = Some(settle_quota(tenant, quota.clone(), ctx).await);

@@ -95,14 +95,15 @@ pub async fn reconcile(object: Arc<DeserializeGuard<Tenant>>, ctx: Arc<Context>)
         Err(invalid) => {
             // Never crash-loop on an object we cannot read: report it and wait for a change.
             let name = invalid.metadata.name.clone().unwrap_or_default();
-            warn!(tenant = %name, error = %invalid.error, "cannot read Tenant");
+            let error = Error::InvalidObject(invalid.error.clone());
+            warn!(tenant = %name, %error, "cannot read Tenant");
             let reference = object.object_ref(&());
             publish(
                 &ctx,
                 &reference,
                 EventType::Warning,
-                "InvalidObject",
-                &invalid.error,
+                error.reason(),
+                &error.to_string(),
             );
             Ok(Action::await_change())
         }
