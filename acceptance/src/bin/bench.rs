@@ -51,6 +51,9 @@ struct Args {
     /// reconcile concurrency is the same).
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
+    /// The operator's reconcile concurrency (its --concurrency flag).
+    #[arg(long, default_value_t = 32)]
+    operator_concurrency: u16,
     /// The operator binary (built with --release by `make bench`).
     #[arg(
         long,
@@ -308,8 +311,17 @@ async fn main() -> Result<()> {
     // A short resync: during the idle window every Ready tenant is re-checked several times, so
     // "zero writes" means re-checks write nothing, not that no re-check happened.
     let resync = format!("{}s", (args.idle_seconds / 4).max(1));
-    let operator =
-        OperatorProcess::start_with(&args.operator, "bench", &["--resync", &resync]).await;
+    let operator = OperatorProcess::start_with(
+        &args.operator,
+        "bench",
+        &[
+            "--resync",
+            &resync,
+            "--concurrency",
+            &args.operator_concurrency.to_string(),
+        ],
+    )
+    .await;
     let before = metric_sum(
         &operator.metrics().await,
         "kubespaces_kube_api_requests_total",

@@ -148,10 +148,18 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     if tenant.metadata.deletion_timestamp.is_some() {
         return teardown::run(&api, tenant, ctx).await;
     }
-    if !has_finalizer(tenant) {
-        add_finalizer(&api, tenant, ctx).await?;
-    }
-    match host::ensure(tenant, ctx).await {
+    // The finalizer and the host objects go out together: nothing can be orphaned meanwhile,
+    // because the namespace (which holds everything else) carries an owner reference to the
+    // Tenant, and the garbage collector removes it should the Tenant vanish first.
+    let finalizer = async {
+        match has_finalizer(tenant) {
+            true => Ok(()),
+            false => add_finalizer(&api, tenant, ctx).await,
+        }
+    };
+    let (finalized, ensured) = futures::join!(finalizer, host::ensure(tenant, ctx));
+    finalized?;
+    match ensured {
         Ok(outcome) => {
             let new_status = status::from_outcome(tenant, &outcome);
             let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
