@@ -5,6 +5,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{
     api::{
+        admissionregistration::v1::{
+            ApplyConfiguration, MatchResources, MutatingAdmissionPolicy,
+            MutatingAdmissionPolicyBinding, MutatingAdmissionPolicyBindingSpec,
+            MutatingAdmissionPolicySpec, Mutation, NamedRuleWithOperations,
+        },
         core::v1::{
             LimitRange, LimitRangeItem, LimitRangeSpec, Namespace, ResourceQuota, ResourceQuotaSpec,
         },
@@ -262,6 +267,58 @@ pub fn owner_cluster_role() -> ClusterRole {
         ]),
         ..ClusterRole::default()
     }
+}
+
+/// A MutatingAdmissionPolicy (and its binding) that puts the teardown finalizer on every Tenant
+/// as it is created, inside the API server: the operator then needs no write of its own for it.
+/// Where the policy is not installed (or fails: `failurePolicy: Ignore`), the operator adds the
+/// finalizer itself.
+pub fn finalizer_admission_policy() -> (MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding) {
+    let name = "kubespaces-tenant-finalizer";
+    let meta = || ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(BTreeMap::from([(
+            names::MANAGED_BY_LABEL.to_owned(),
+            names::MANAGED_BY.to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    };
+    let policy = MutatingAdmissionPolicy {
+        metadata: meta(),
+        spec: Some(MutatingAdmissionPolicySpec {
+            failure_policy: Some("Ignore".into()),
+            reinvocation_policy: Some("Never".into()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![NamedRuleWithOperations {
+                    api_groups: Some(vec!["kubespaces.io".into()]),
+                    api_versions: Some(vec!["*".into()]),
+                    operations: Some(vec!["CREATE".into()]),
+                    resources: Some(vec!["tenants".into()]),
+                    ..NamedRuleWithOperations::default()
+                }]),
+                ..MatchResources::default()
+            }),
+            mutations: Some(vec![Mutation {
+                patch_type: "ApplyConfiguration".into(),
+                apply_configuration: Some(ApplyConfiguration {
+                    expression: Some(format!(
+                        "Object{{metadata: Object.metadata{{finalizers: [\"{}\"]}}}}",
+                        names::FINALIZER
+                    )),
+                }),
+                json_patch: None,
+            }]),
+            ..MutatingAdmissionPolicySpec::default()
+        }),
+    };
+    let binding = MutatingAdmissionPolicyBinding {
+        metadata: meta(),
+        spec: Some(MutatingAdmissionPolicyBindingSpec {
+            policy_name: Some(name.into()),
+            ..Default::default()
+        }),
+    };
+    (policy, binding)
 }
 
 #[cfg(test)]

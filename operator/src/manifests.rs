@@ -27,7 +27,21 @@ fn render(
 
 /// Each committed manifest: (file name under `operator/manifests/`, content).
 pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
+    let (policy, binding) = build::finalizer_admission_policy();
+    let admission = format!(
+        "{}---\n{}",
+        render(
+            "the finalizer admission policy",
+            "Puts the teardown finalizer on every new Tenant, inside the API server.",
+            &policy
+        )?,
+        serde_yaml::to_string(&binding).map_err(|source| RenderError {
+            what: "the policy binding",
+            source
+        })?
+    );
     Ok(vec![
+        ("tenant-finalizer-admission.yaml", admission),
         (
             "tenants.kubespaces.io.yaml",
             render("the Tenant CRD", "The Tenant CRD.", &Tenant::crd())?,
