@@ -6,7 +6,23 @@
 # has no built-in stages.
 # Prints the directory holding everything (a directory of symlinks) on stdout; logs go to stderr.
 # Concurrent runs (make up and make test at once) are serialised by a lock: never two Go builds.
+#
+# Usage: build-tools.sh [--with EXTRA]... [--all]
+# Extras are built (and cached the same way) only when asked for, and symlinked next to the
+# control-plane binaries:
+#   tofu           OpenTofu (acceptance/tools/tofu), for the provider's acceptance tests
+#   tf-kubectl     gavinbunney/terraform-provider-kubectl (acceptance/tools/tf-kubectl), the Go
+#                  provider the provider benchmark compares against (run-provider-bench.sh)
 set -euo pipefail
+EXTRAS=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
+            EXTRAS+=("$2"); shift 2 ;;
+    --all) EXTRAS+=(tofu tf-kubectl); shift ;;
+    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl]... [--all]" >&2; exit 2 ;;
+  esac
+done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
 # to mark a broken cache entry complete.
 shopt -s inherit_errexit
@@ -100,5 +116,25 @@ for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"
          "$K8S_DIR"/kubectl "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$STAGES"; do
   [ -e "$f" ] || { echo "build-tools: missing $f" >&2; exit 1; }
   ln -sfn "$f" "$BIN/$(basename "$f")"
+done
+
+# The extras asked for. They are not part of the cluster, so they do not go into the key of $BIN:
+# their symlinks are (re)pointed in place.
+for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
+  case $extra in
+    tofu)
+      TOFU_V=$(modversion github.com/opentofu/opentofu "$TOOLS/tofu")
+      # version.dev=no: report the release (1.12.6), not 1.12.6-dev.
+      dir=$(build_cached tofu "$TOFU_V" "$TOOLS/tofu" \
+        "-s -w -X github.com/opentofu/opentofu/version.dev=no" github.com/opentofu/opentofu/cmd/tofu)
+      ln -sfn "$dir/tofu" "$BIN/tofu" ;;
+    tf-kubectl)
+      TFK_V=$(modversion github.com/gavinbunney/terraform-provider-kubectl "$TOOLS/tf-kubectl")
+      # The main package is the module root: go names the binary terraform-provider-kubectl.
+      dir=$(build_cached tf-kubectl "$TFK_V" "$TOOLS/tf-kubectl" "-s -w" \
+        github.com/gavinbunney/terraform-provider-kubectl)
+      ln -sfn "$dir/terraform-provider-kubectl" "$BIN/terraform-provider-kubectl" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl)" >&2; exit 2 ;;
+  esac
 done
 echo "$BIN"

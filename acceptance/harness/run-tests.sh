@@ -8,6 +8,8 @@
 #   4. fresh cluster + the shared operator (for every Tenant not labelled kubespaces.io/test-operator;
 #      tests that need their own operator start one for Tenants carrying that label)
 #   5. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1
+#   6. the provider's acceptance tests, once with terraform and once with OpenTofu (built from its
+#      pinned Go module by build-tools.sh, like the control plane)
 # Everything started here is stopped on exit (trap), and component logs are printed on failure.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -32,8 +34,8 @@ cargo test --workspace --no-run
 cargo build --workspace --bins
 [ -x target/debug/kubespaces-operator ] || die "target/debug/kubespaces-operator was not built"
 
-step "control-plane binaries (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh")
+step "control-plane binaries and OpenTofu (cached after the first build)"
+BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu)
 
 cluster_started=false
 status=0
@@ -93,6 +95,9 @@ else
   log "terraform is not installed: provider acceptance tests NOT run (install terraform >= 1.11)"
   status=1
 fi
+step "provider acceptance tests (OpenTofu $("$BIN/tofu" version 2>/dev/null | awk '/^OpenTofu/ {print $2}'))"
+TF_ACC=1 TF_ACC_TERRAFORM_PATH="$BIN/tofu" \
+  cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored || status=$?
 
 # A test run can pass while the shared operator crashed underneath it; that is a failure too.
 if [ $status -eq 0 ] && ! pid_alive "$STATE" operator >/dev/null; then
