@@ -4,10 +4,10 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench tools
+.PHONY: help up down test bench bench-provider tools
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 up: ## start control plane + CRDs + operator locally in .kubespaces/dev (idempotent)
 	@$(H)/dev-up.sh
@@ -20,6 +20,9 @@ test: ## fmt, clippy, then every test against a fresh control plane in .kubespac
 
 bench: ## release benchmark against a fresh control plane in .kubespaces/bench (BENCH_ARGS=...)
 	@$(H)/run-bench.sh $(BENCH_ARGS)
+
+bench-provider: ## terraform plan/apply: our provider vs a Go provider, 20 tenants (TENANTS=n)
+	@$(H)/run-provider-bench.sh $(TENANTS)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh
