@@ -209,3 +209,28 @@ env_set() {
   env_unset "$file" "$name"
   printf 'export %s=%q\n' "$name" "$value" >>"$file"
 }
+
+# Brings up a fresh cluster in STATE (stopping whatever an earlier run left there) and arranges,
+# with an EXIT trap, for it to be stopped when the calling script ends, printing the component
+# log tails when it fails. For the benchmark scripts; run-tests.sh has its own, richer cleanup.
+throwaway_cluster() {
+  THROWAWAY_STATE=$1
+  local bin=$2
+  trap _throwaway_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  if [ -d "$THROWAWAY_STATE" ]; then "$HARNESS_DIR/cluster-down.sh" "$THROWAWAY_STATE"; fi
+  rm -rf "$THROWAWAY_STATE"
+  mkdir -p "$THROWAWAY_STATE"
+  KUBESPACES_BIN="$bin" "$HARNESS_DIR/cluster-up.sh" "$THROWAWAY_STATE"
+}
+
+# shellcheck disable=SC2317  # invoked by the EXIT trap of throwaway_cluster
+_throwaway_cleanup() {
+  local rc=$?
+  if [ -d "${THROWAWAY_STATE:-}" ]; then
+    [ "$rc" -eq 0 ] || print_log_tails "$THROWAWAY_STATE" 40
+    "$HARNESS_DIR/cluster-down.sh" "$THROWAWAY_STATE" || true
+  fi
+  exit "$rc"
+}

@@ -20,25 +20,7 @@ cargo build --release -p kubespaces-operator
 cargo build --release -p kubespaces-acceptance --bin bench
 BIN=$("$HARNESS_DIR/build-tools.sh")
 
-cluster_started=false
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-  local rc=$?
-  if $cluster_started; then
-    [ "$rc" -eq 0 ] || print_log_tails "$STATE" 40
-    "$HARNESS_DIR/cluster-down.sh" "$STATE" || true
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-[ -d "$STATE" ] && "$HARNESS_DIR/cluster-down.sh" "$STATE"
-rm -rf "$STATE"
-mkdir -p "$STATE"
-cluster_started=true
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
+throwaway_cluster "$STATE" "$BIN"
 
 # shellcheck disable=SC1091
 . "$STATE/env"

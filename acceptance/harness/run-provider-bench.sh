@@ -41,25 +41,7 @@ log "==> building the release provider and operator, and the kubectl provider (c
 cargo build --release -p terraform-provider-kubespaces -p kubespaces-operator
 BIN=$("$HARNESS_DIR/build-tools.sh" --with tf-kubectl)
 
-cluster_started=false
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-  local rc=$?
-  if $cluster_started; then
-    [ "$rc" -eq 0 ] || print_log_tails "$STATE" 40
-    "$HARNESS_DIR/cluster-down.sh" "$STATE" || true
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-[ -d "$STATE" ] && "$HARNESS_DIR/cluster-down.sh" "$STATE"
-rm -rf "$STATE"
-mkdir -p "$STATE"
-cluster_started=true
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
+throwaway_cluster "$STATE" "$BIN"
 KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/release/kubespaces-operator" \
   "$HARNESS_DIR/operator.sh" start "$STATE"
 # shellcheck disable=SC1091
