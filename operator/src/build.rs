@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::{
     api::{
         admissionregistration::v1::{
-            ApplyConfiguration, MatchResources, MutatingAdmissionPolicy,
+            JSONPatch, MatchResources, MutatingAdmissionPolicy,
             MutatingAdmissionPolicyBinding, MutatingAdmissionPolicyBindingSpec,
             MutatingAdmissionPolicySpec, Mutation, NamedRuleWithOperations,
         },
@@ -298,15 +298,21 @@ pub fn finalizer_admission_policy() -> (MutatingAdmissionPolicy, MutatingAdmissi
                 }]),
                 ..MatchResources::default()
             }),
+            // A JSON patch, not an apply configuration: the latter needs the Tenant's OpenAPI
+            // schema, which the API server publishes only seconds after the CRD is Established,
+            // and creates fail with 503 until then.
             mutations: Some(vec![Mutation {
-                patch_type: "ApplyConfiguration".into(),
-                apply_configuration: Some(ApplyConfiguration {
+                patch_type: "JSONPatch".into(),
+                json_patch: Some(JSONPatch {
                     expression: Some(format!(
-                        "Object{{metadata: Object.metadata{{finalizers: [\"{}\"]}}}}",
-                        names::FINALIZER
+                        "!has(object.metadata.finalizers) ? \
+                         [JSONPatch{{op: \"add\", path: \"/metadata/finalizers\", value: [\"{f}\"]}}] : \
+                         (\"{f}\" in object.metadata.finalizers ? [] : \
+                         [JSONPatch{{op: \"add\", path: \"/metadata/finalizers/-\", value: \"{f}\"}}])",
+                        f = names::FINALIZER
                     )),
                 }),
-                json_patch: None,
+                apply_configuration: None,
             }]),
             ..MutatingAdmissionPolicySpec::default()
         }),

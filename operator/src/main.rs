@@ -41,7 +41,9 @@ fn init_tracing() {
             .with_current_span(true)
             .init();
     } else {
-        fmt().with_env_filter(filter).init();
+        // Colours only on a terminal: log files and collectors get plain text.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        fmt().with_env_filter(filter).with_ansi(ansi).init();
     }
 }
 

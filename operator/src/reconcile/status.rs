@@ -122,6 +122,9 @@ pub async fn write(
     // Transitions worth a line in `kubectl describe`: Ready, Failed, Deleting. Pending and
     // Provisioning are visible in the status and not worth an extra write per tenant each.
     let announced = [Phase::Ready, Phase::Failed, Phase::Deleting].map(Phase::as_str);
+    if old_phase != new_phase {
+        tracing::info!(tenant = %name, from = ?old_phase, to = ?new_phase, "phase changed");
+    }
     if old_phase != new_phase && new_phase.as_deref().is_some_and(|p| announced.contains(&p)) {
         let phase = new_phase.unwrap_or_default();
         let ready = new.conditions.iter().find(|c| c.type_ == conditions::READY);
