@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::{
     api::{
         admissionregistration::v1::{
-            JSONPatch, MatchResources, MutatingAdmissionPolicy,
-            MutatingAdmissionPolicyBinding, MutatingAdmissionPolicyBindingSpec,
-            MutatingAdmissionPolicySpec, Mutation, NamedRuleWithOperations,
+            JSONPatch, MatchResources, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding,
+            MutatingAdmissionPolicyBindingSpec, MutatingAdmissionPolicySpec, Mutation,
+            NamedRuleWithOperations,
         },
         core::v1::{
             LimitRange, LimitRangeItem, LimitRangeSpec, Namespace, ResourceQuota, ResourceQuotaSpec,
