@@ -5,6 +5,14 @@ use std::{net::SocketAddr, time::Duration};
 
 use clap::Args;
 
+/// Defaults, shared by the flags and by `HostConfig::default()`.
+const DEFAULT_BASE_DOMAIN: &str = "kubespaces.localhost";
+const DEFAULT_POD_SECURITY: &str = "baseline";
+const DEFAULT_CPU_LIMIT: &str = "500m";
+const DEFAULT_MEMORY_LIMIT: &str = "512Mi";
+const DEFAULT_CPU_REQUEST: &str = "100m";
+const DEFAULT_MEMORY_REQUEST: &str = "128Mi";
+
 /// What the operator puts on the host for every tenant, beyond the tenant's own spec.
 #[derive(Args, Debug, Clone)]
 pub struct HostConfig {
@@ -12,23 +20,23 @@ pub struct HostConfig {
     #[arg(
         long,
         env = "KUBESPACES_BASE_DOMAIN",
-        default_value = "kubespaces.localhost"
+        default_value = DEFAULT_BASE_DOMAIN
     )]
     pub base_domain: String,
     /// Pod Security Standard enforced in tenant namespaces (privileged, baseline, restricted).
-    #[arg(long, env = "KUBESPACES_POD_SECURITY", default_value = "baseline", value_parser = ["privileged", "baseline", "restricted"])]
+    #[arg(long, env = "KUBESPACES_POD_SECURITY", default_value = DEFAULT_POD_SECURITY, value_parser = ["privileged", "baseline", "restricted"])]
     pub pod_security: String,
     /// Default CPU limit for containers that set none.
-    #[arg(long, env = "KUBESPACES_DEFAULT_CPU_LIMIT", default_value = "500m", value_parser = parse_quantity)]
+    #[arg(long, env = "KUBESPACES_DEFAULT_CPU_LIMIT", default_value = DEFAULT_CPU_LIMIT, value_parser = parse_quantity)]
     pub default_cpu_limit: String,
     /// Default memory limit for containers that set none.
-    #[arg(long, env = "KUBESPACES_DEFAULT_MEMORY_LIMIT", default_value = "512Mi", value_parser = parse_quantity)]
+    #[arg(long, env = "KUBESPACES_DEFAULT_MEMORY_LIMIT", default_value = DEFAULT_MEMORY_LIMIT, value_parser = parse_quantity)]
     pub default_memory_limit: String,
     /// Default CPU request for containers that set none.
-    #[arg(long, env = "KUBESPACES_DEFAULT_CPU_REQUEST", default_value = "100m", value_parser = parse_quantity)]
+    #[arg(long, env = "KUBESPACES_DEFAULT_CPU_REQUEST", default_value = DEFAULT_CPU_REQUEST, value_parser = parse_quantity)]
     pub default_cpu_request: String,
     /// Default memory request for containers that set none.
-    #[arg(long, env = "KUBESPACES_DEFAULT_MEMORY_REQUEST", default_value = "128Mi", value_parser = parse_quantity)]
+    #[arg(long, env = "KUBESPACES_DEFAULT_MEMORY_REQUEST", default_value = DEFAULT_MEMORY_REQUEST, value_parser = parse_quantity)]
     pub default_memory_request: String,
 }
 
@@ -78,12 +86,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 impl Default for HostConfig {
     fn default() -> Self {
         Self {
-            base_domain: "kubespaces.localhost".into(),
-            pod_security: "baseline".into(),
-            default_cpu_limit: "500m".into(),
-            default_memory_limit: "512Mi".into(),
-            default_cpu_request: "100m".into(),
-            default_memory_request: "128Mi".into(),
+            base_domain: DEFAULT_BASE_DOMAIN.into(),
+            pod_security: DEFAULT_POD_SECURITY.into(),
+            default_cpu_limit: DEFAULT_CPU_LIMIT.into(),
+            default_memory_limit: DEFAULT_MEMORY_LIMIT.into(),
+            default_cpu_request: DEFAULT_CPU_REQUEST.into(),
+            default_memory_request: DEFAULT_MEMORY_REQUEST.into(),
         }
     }
 }

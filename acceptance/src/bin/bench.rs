@@ -15,11 +15,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt, stream};
-use k8s_openapi::api::{
-    core::v1::{LimitRange, Namespace, ResourceQuota},
-    networking::v1::NetworkPolicy,
-    rbac::v1::RoleBinding,
-};
+use k8s_openapi::api::core::v1::ResourceQuota;
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::PostParams,
@@ -106,6 +102,20 @@ fn summarize(wall: Duration, mut latencies: Vec<Duration>, requests: f64, n: usi
     }
 }
 
+/// Creates a host object the way the baseline does: labelled for its run, with no owner (there
+/// is no Tenant behind it).
+async fn create_for_shard<K>(api: &Api<K>, mut object: K, shard: &str) -> Result<()>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let meta = object.meta_mut();
+    meta.labels
+        .get_or_insert_default()
+        .insert(SHARD_LABEL.to_owned(), shard.to_owned());
+    meta.owner_references = None;
+    create(api, &object).await
+}
+
 async fn create<K>(api: &Api<K>, object: &K) -> Result<()>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
@@ -156,42 +166,25 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
                 let t = tenant(&name);
                 let ns_name = names::namespace(&name);
                 started.lock().await.insert(ns_name.clone(), Instant::now());
-                let label = |mut meta: kube::api::ObjectMeta| {
-                    meta.labels
-                        .get_or_insert_default()
-                        .insert(SHARD_LABEL.to_owned(), shard.clone());
-                    meta.owner_references = None;
-                    meta
-                };
-                let mut ns = build::namespace(&t, &host);
-                ns.metadata = label(ns.metadata);
-                create(&Api::<Namespace>::all(client.clone()), &ns).await?;
-                let mut quota = build::quota(&t);
-                quota.metadata = label(quota.metadata);
-                let mut limits = build::limit_range(&t, &host);
-                limits.metadata = label(limits.metadata);
-                let mut binding = build::owner_binding(&t);
-                binding.metadata = label(binding.metadata);
-                let mut policy = build::network_policy(&t);
-                policy.metadata = label(policy.metadata);
-                create(
-                    &Api::<ResourceQuota>::namespaced(client.clone(), &ns_name),
-                    &quota,
+                let (c, ns) = (&client, ns_name.as_str());
+                create_for_shard(&Api::all(c.clone()), build::namespace(&t, &host), &shard).await?;
+                create_for_shard(&Api::namespaced(c.clone(), ns), build::quota(&t), &shard).await?;
+                create_for_shard(
+                    &Api::namespaced(c.clone(), ns),
+                    build::limit_range(&t, &host),
+                    &shard,
                 )
                 .await?;
-                create(
-                    &Api::<LimitRange>::namespaced(client.clone(), &ns_name),
-                    &limits,
+                create_for_shard(
+                    &Api::namespaced(c.clone(), ns),
+                    build::owner_binding(&t),
+                    &shard,
                 )
                 .await?;
-                create(
-                    &Api::<RoleBinding>::namespaced(client.clone(), &ns_name),
-                    &binding,
-                )
-                .await?;
-                create(
-                    &Api::<NetworkPolicy>::namespaced(client.clone(), &ns_name),
-                    &policy,
+                create_for_shard(
+                    &Api::namespaced(c.clone(), ns),
+                    build::network_policy(&t),
+                    &shard,
                 )
                 .await?;
                 requests.fetch_add(5, std::sync::atomic::Ordering::Relaxed);

@@ -1,6 +1,8 @@
 //! The `kubespaces_tenant` resource and data source. Pure logic (schema, validation, plan)
 //! lives in its own files; only `ops` talks to Kubernetes.
 
+#[cfg(test)]
+mod fixtures;
 pub mod model;
 pub mod ops;
 pub mod plan;

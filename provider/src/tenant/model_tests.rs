@@ -2,20 +2,9 @@ use super::*;
 use kubespaces_operator::api::{TenantEndpoints, TenantStatus};
 
 fn planned() -> Value {
-    Value::object([
-        ("id", Value::string("team-atlas")),
-        ("name", Value::string("team-atlas")),
-        ("owner", Value::string("alice@example.com")),
-        ("cpu", Value::string("8")),
-        ("memory", Value::string("16Gi")),
-        ("storage", Value::Null),
+    crate::tenant::fixtures::planned_state(&[
         ("deletion_policy", Value::string("Orphan")),
         ("wait_for_ready", Value::Bool(false)),
-        ("phase", Value::Unknown),
-        ("api_endpoint", Value::Unknown),
-        ("apps_domain", Value::Unknown),
-        ("namespace", Value::string("kubespaces-tenant-team-atlas")),
-        ("kubeconfig", Value::Unknown),
         ("timeouts", Value::object([("create", Value::string("5m"))])),
     ])
 }

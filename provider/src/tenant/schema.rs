@@ -118,7 +118,7 @@ pub static RESOURCE: LazyLock<Block> = LazyLock::new(|| {
             "storage",
             Type::String,
             Mode::Optional,
-            "Storage quota as a Kubernetes quantity, e.g. `50Gi`. No storage quota when unset.",
+            "Storage quota as a Kubernetes quantity, e.g. `50Gi`. Without it the tenant cannot claim persistent volumes.",
         ),
         Attribute::new(
             "deletion_policy",
