@@ -216,7 +216,7 @@ pub async fn client(source: &Source) -> Result<kube::Client, ConfigError> {
         }
         Source::Infer => kube::Config::infer().await?,
     };
-    Ok(kube::Client::try_from(config)?)
+    Ok(crate::connection::client(config)?)
 }
 
 /// `~/x` as users write it in HCL.

@@ -10,6 +10,7 @@
 //!   talks to Kubernetes.
 
 pub mod config;
+pub mod connection;
 pub mod diag;
 pub mod duration;
 pub mod logging;

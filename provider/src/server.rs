@@ -155,7 +155,10 @@ impl Provider for KubespacesProvider {
                     .map(|d| d.detail)
                     .collect::<Vec<_>>()
                     .join("; ")),
-                Ok(source) => config::client(&source).await.map_err(|e| e.to_string()),
+                Ok(source) => config::client(&source)
+                    .await
+                    .inspect(crate::connection::warm_up)
+                    .map_err(|e| e.to_string()),
             },
         };
         let diags = match &state {
