@@ -3,145 +3,35 @@
 //!
 //! Run with the cluster from `make up` (or any cluster whose `KUBECONFIG` has the operator):
 //!     TF_ACC=1 cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored
-//! The provider is loaded through `dev_overrides` from this build, in a fresh directory per
-//! test with its own `TF_CLI_CONFIG_FILE`.
+//! Each test has a fresh directory with its own `TF_CLI_CONFIG_FILE`; the provider is loaded
+//! through `dev_overrides` from this build, except in the test of `init` from a mirror.
+//! Tests run in parallel against one cluster and one operator: each uses tenant names of its
+//! own (with the process id) and touches nothing else.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+#[path = "acceptance/cluster.rs"]
+mod cluster;
+#[path = "acceptance/control_plane_stand_in.rs"]
+mod control_plane_stand_in;
+#[path = "acceptance/workspace.rs"]
+mod workspace;
+
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kube::Api;
-use kubespaces_operator::api::Tenant;
-
-const BIN: &str = env!("CARGO_BIN_EXE_terraform-provider-kubespaces");
-
-struct Workspace {
-    dir: PathBuf,
-    terraform: String,
-    kubeconfig: String,
-}
-
-impl Workspace {
-    fn new(test: &str) -> Self {
-        assert_eq!(
-            std::env::var("TF_ACC").as_deref(),
-            Ok("1"),
-            "acceptance tests need TF_ACC=1"
-        );
-        let kubeconfig =
-            std::env::var("KUBECONFIG").expect("KUBECONFIG of a cluster with the operator");
-        let dir =
-            std::env::temp_dir().join(format!("kubespaces-tf-acc-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let plugin_dir = Path::new(BIN).parent().unwrap().display().to_string();
-        std::fs::write(
-            dir.join("dev.tfrc"),
-            format!(
-                "provider_installation {{\n  dev_overrides {{\n    \"registry.terraform.io/kubespaces/kubespaces\" = \"{plugin_dir}\"\n    \"registry.opentofu.org/kubespaces/kubespaces\" = \"{plugin_dir}\"\n  }}\n}}\n"
-            ),
-        )
-        .unwrap();
-        let terraform =
-            std::env::var("TF_ACC_TERRAFORM_PATH").unwrap_or_else(|_| "terraform".into());
-        Self {
-            dir,
-            terraform,
-            kubeconfig,
-        }
-    }
-
-    fn write(&self, body: &str) {
-        let provider = format!(
-            "terraform {{\n  required_providers {{\n    kubespaces = {{ source = \"kubespaces/kubespaces\" }}\n  }}\n}}\nprovider \"kubespaces\" {{\n  config_path = \"{}\"\n}}\n",
-            self.kubeconfig
-        );
-        std::fs::write(self.dir.join("main.tf"), format!("{provider}{body}")).unwrap();
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.terraform);
-        c.args(args)
-            .arg("-no-color")
-            .current_dir(&self.dir)
-            .env("TF_CLI_CONFIG_FILE", self.dir.join("dev.tfrc"))
-            .env("TF_IN_AUTOMATION", "1")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let out = self.command(args).output().unwrap();
-        eprintln!(
-            "$ terraform {}\n{}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "terraform {args:?} failed");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// `plan -detailed-exitcode`: 0 no changes, 1 error, 2 changes.
-    fn plan_code(&self) -> i32 {
-        self.run(&["plan", "-detailed-exitcode"])
-            .status
-            .code()
-            .unwrap_or(-1)
-    }
-
-    /// Actions planned for one resource, from `show -json` of a saved plan.
-    fn planned_actions(&self, address: &str) -> Vec<String> {
-        self.ok(&["plan", "-out=plan.out"]);
-        let json: serde_json::Value =
-            serde_json::from_str(&self.ok(&["show", "-json", "plan.out"])).unwrap();
-        json["resource_changes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["address"] == address)
-            .map(|c| serde_json::from_value(c["change"]["actions"].clone()).unwrap())
-            .unwrap_or_default()
-    }
-
-    fn state_value(&self, address: &str, attr: &str) -> serde_json::Value {
-        let json: serde_json::Value = serde_json::from_str(&self.ok(&["show", "-json"])).unwrap();
-        json["values"]["root_module"]["resources"]
-            .as_array()
-            .and_then(|rs| rs.iter().find(|r| r["address"] == address))
-            .map(|r| r["values"][attr].clone())
-            .unwrap_or(serde_json::Value::Null)
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = self.command(&["destroy", "-auto-approve"]).output();
-    }
-}
-
-async fn tenants() -> Api<Tenant> {
-    Api::all(kube::Client::try_default().await.unwrap())
-}
-
-async fn wait_gone(api: &Api<Tenant>, name: &str) {
-    for _ in 0..120 {
-        if api.get_opt(name).await.unwrap().is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("tenant {name} still exists");
-}
+use cluster::{
+    HOLD_MESSAGE, NamespaceHold, namespaces, reconcile_now, tenants, wait_gone, wait_namespace_gone,
+};
+use kubespaces_operator::{conditions, names};
+use workspace::{Workspace, collapsed};
 
 fn tenant_tf(name: &str, cpu: &str) -> String {
+    tenant_tf_with(name, cpu, "")
+}
+
+/// One `kubespaces_tenant.t`, with `extra` (arguments or blocks) at the end of its body.
+fn tenant_tf_with(name: &str, cpu: &str, extra: &str) -> String {
     format!(
-        "resource \"kubespaces_tenant\" \"t\" {{\n  name   = \"{name}\"\n  owner  = \"alice@example.com\"\n  cpu    = \"{cpu}\"\n  memory = \"1Gi\"\n}}\n"
+        "resource \"kubespaces_tenant\" \"t\" {{\n  name   = \"{name}\"\n  owner  = \"alice@example.com\"\n  cpu    = \"{cpu}\"\n  memory = \"1Gi\"\n{extra}}}\n"
     )
 }
 
@@ -162,9 +52,18 @@ async fn lifecycle() {
     ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
     assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
 
-    // Import gives the same state back.
+    // Import gives the same state back (timeouts aside: they live only in configuration).
+    let without_timeouts = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("timeouts");
+        v
+    };
+    let applied = without_timeouts(ws.resource_values("kubespaces_tenant.t"));
     ws.ok(&["state", "rm", "kubespaces_tenant.t"]);
     ws.ok(&["import", "kubespaces_tenant.t", &name]);
+    assert_eq!(
+        without_timeouts(ws.resource_values("kubespaces_tenant.t")),
+        applied
+    );
     assert_eq!(ws.plan_code(), 0, "plan after import is empty");
 
     // Same quota in other notation: nothing to do. Another quota: in place.
@@ -265,12 +164,12 @@ async fn failed_create_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
     use k8s_openapi::api::core::v1::Namespace;
     let ws = Workspace::new("tainted");
     let api = tenants().await;
-    let namespaces: Api<Namespace> = Api::all(kube::Client::try_default().await.unwrap());
+    let namespaces = namespaces().await;
     let name = format!("acc-taint-{}", std::process::id());
     // A namespace of the tenant's name that KubeSpaces did not create: the operator refuses
     // it (NamespaceConflict) and the tenant fails permanently.
     let squatter: Namespace = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": kubespaces_operator::names::namespace(&name)}
+        "metadata": {"name": names::namespace(&name)}
     }))
     .unwrap();
     namespaces
@@ -281,11 +180,7 @@ async fn failed_create_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
     ws.write(&tenant_tf(&name, "1"));
     let out = ws.run(&["apply", "-auto-approve"]);
     assert_eq!(out.status.code(), Some(1));
-    // Terraform wraps diagnostics; compare with whitespace collapsed.
-    let stderr = String::from_utf8_lossy(&out.stderr)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let stderr = collapsed(&out.stderr);
     assert!(
         stderr.contains(&format!("Tenant \"{name}\" failed")),
         "{stderr}"
@@ -304,24 +199,206 @@ async fn failed_create_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
     );
 
     namespaces
-        .delete(
-            &kubespaces_operator::names::namespace(&name),
-            &Default::default(),
-        )
+        .delete(&names::namespace(&name), &Default::default())
         .await
         .unwrap();
-    // The namespace controller finishes the deletion; until then the name is still taken.
-    for _ in 0..120 {
-        let ns = kubespaces_operator::names::namespace(&name);
-        if namespaces.get_opt(&ns).await.unwrap().is_none() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    wait_namespace_gone(&names::namespace(&name)).await;
     assert_eq!(
         ws.planned_actions("kubespaces_tenant.t"),
         vec!["delete", "create"]
     );
     ws.ok(&["apply", "-auto-approve"]);
     assert!(api.get(&name).await.unwrap().is_ready());
+}
+
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn create_timeout_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
+    let ws = Workspace::new("timeout");
+    let api = tenants().await;
+    let name = format!("acc-hold-{}", std::process::id());
+    let namespace = names::namespace(&name);
+    // Provisioning genuinely stuck: the API server refuses the tenant's namespace, so the
+    // operator keeps retrying and the tenant never gets Ready.
+    let hold = NamespaceHold::new(
+        &format!("kubespaces-acc-hold-{}", std::process::id()),
+        &namespace,
+    )
+    .await;
+
+    ws.write(&tenant_tf_with(
+        &name,
+        "1",
+        "  timeouts {\n    create = \"5s\"\n  }\n",
+    ));
+    let out = ws.run(&["apply", "-auto-approve"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = collapsed(&out.stderr);
+    assert!(
+        stderr.contains(&format!("Timed out waiting for tenant \"{name}\"")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Not Ready after 5s"), "{stderr}");
+    assert!(
+        stderr.contains(HOLD_MESSAGE),
+        "the error gives the operator's reason: {stderr}"
+    );
+    assert!(
+        ws.ok(&["show"]).contains("(tainted)"),
+        "kept in state, tainted"
+    );
+    let stuck = api.get_opt(&name).await.unwrap().expect("and not leaked");
+    let synced = stuck
+        .condition(conditions::SYNCED)
+        .map(|c| c.message.as_str());
+    assert!(
+        synced.is_some_and(|m| m.contains(HOLD_MESSAGE)),
+        "stuck because of the hold: {synced:?}"
+    );
+    assert!(
+        namespaces()
+            .await
+            .get_opt(&namespace)
+            .await
+            .unwrap()
+            .is_none(),
+        "the hold held"
+    );
+
+    hold.release().await;
+    assert_eq!(
+        ws.planned_actions("kubespaces_tenant.t"),
+        vec!["delete", "create"]
+    );
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(api.get(&name).await.unwrap().is_ready());
+
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "destroy waits until gone"
+    );
+    wait_namespace_gone(&namespace).await;
+}
+
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn init_installs_the_provider_from_a_filesystem_mirror() {
+    let out = Command::new(workspace::BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        workspace::PROVIDER_VERSION,
+        "mirrored under the version the provider reports"
+    );
+    let ws = Workspace::with_filesystem_mirror("mirror");
+    let api = tenants().await;
+    let name = format!("acc-mirror-{}", std::process::id());
+
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["init"]);
+    let lock = std::fs::read_to_string(ws.dir.join(".terraform.lock.hcl"))
+        .expect("init writes the dependency lock file");
+    let lock = collapsed(lock.as_bytes());
+    assert!(
+        workspace::PROVIDER_HOSTS
+            .iter()
+            .any(|h| lock.contains(&format!("provider \"{h}/kubespaces/kubespaces\""))),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("version = \"{}\"", workspace::PROVIDER_VERSION)),
+        "{lock}"
+    );
+    assert!(lock.contains("\"h1:"), "a hash of the package: {lock}");
+
+    ws.ok(&["apply", "-auto-approve"]);
+    assert_eq!(ws.state_value("kubespaces_tenant.t", "phase"), "Ready");
+    assert!(api.get(&name).await.unwrap().is_ready());
+    assert_eq!(ws.plan_code(), 0, "plan after apply is empty");
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "destroy waits until gone"
+    );
+}
+
+/// Endpoints and kubeconfig flow from the Tenant's status to Terraform outputs, through the
+/// resource and the data source.
+///
+/// Stand-in: the operator does not run tenant control planes yet, so nothing publishes
+/// `status.endpoints` or `status.kubeconfigSecretRef`. The test plays that part
+/// ([`control_plane_stand_in`]): it writes a kubeconfig Secret in the tenant's namespace and
+/// merge-patches the status subresource under its own field manager, which is all the provider
+/// reads. It also checks that the operator's own status writes keep those fields, as they must
+/// once the control plane publishes them for real.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn endpoints_and_kubeconfig_flow_to_outputs() {
+    let ws = Workspace::new("outputs");
+    let api = tenants().await;
+    let name = format!("acc-out-{}", std::process::id());
+    ws.write(&format!(
+        "{}{}",
+        tenant_tf(&name, "1"),
+        r#"
+data "kubespaces_tenant" "d" {
+  name = kubespaces_tenant.t.name
+}
+output "api" {
+  value = kubespaces_tenant.t.api_endpoint
+}
+output "apps" {
+  value = kubespaces_tenant.t.apps_domain
+}
+output "kubeconfig" {
+  value     = kubespaces_tenant.t.kubeconfig
+  sensitive = true
+}
+output "data_api" {
+  value = data.kubespaces_tenant.d.api_endpoint
+}
+"#
+    ));
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(api.get(&name).await.unwrap().is_ready());
+
+    let published = control_plane_stand_in::publish(&name).await;
+    // The operator's next status write must keep what the control plane published.
+    reconcile_now(&api, &name).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = api.get(&name).await.unwrap().status.unwrap_or_default();
+    assert_eq!(status.endpoints, Some(published.endpoints()));
+    assert_eq!(status.kubeconfig_secret_ref, Some(published.secret_ref()));
+
+    ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
+    let outputs = ws.outputs();
+    assert_eq!(outputs["api"], published.api.as_str());
+    assert_eq!(
+        outputs["apps"],
+        format!("*.{name}.apps.example.com"),
+        "a domain, not a URL"
+    );
+    assert_eq!(outputs["kubeconfig"], published.kubeconfig.as_str());
+    assert_eq!(outputs["data_api"], published.api.as_str());
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(outputs["kubeconfig"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        kubeconfig.clusters[0]
+            .cluster
+            .as_ref()
+            .and_then(|c| c.server.as_deref()),
+        Some(published.api.as_str()),
+        "the kubeconfig names the tenant API"
+    );
+    assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
+
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "destroy waits until gone"
+    );
+    wait_namespace_gone(&names::namespace(&name)).await;
 }

@@ -60,12 +60,19 @@ fn api_error(what: &str, name: &str, e: &StoreError) -> Diag {
 
 fn ready_message(t: &Tenant) -> String {
     let phase = t.phase().unwrap_or("Pending");
-    match t.condition(conditions::READY) {
+    let ready = match t.condition(conditions::READY) {
         Some(c) if !c.message.is_empty() => {
             format!("phase {phase}, Ready: {} ({})", c.message, c.reason)
         }
         Some(c) => format!("phase {phase}, Ready reason {}", c.reason),
         None => format!("phase {phase}, no Ready condition yet (is the operator running?)"),
+    };
+    // While the operator's last attempt failed, that failure is the likelier cause.
+    match t.condition(conditions::SYNCED) {
+        Some(c) if c.status == "False" && !c.message.is_empty() => {
+            format!("{ready}; Synced: {} ({})", c.message, c.reason)
+        }
+        _ => ready,
     }
 }
 

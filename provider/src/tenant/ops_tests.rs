@@ -325,3 +325,23 @@ fn timeouts_default_to_twenty_minutes() {
         Duration::from_secs(90)
     );
 }
+
+#[test]
+fn a_wait_that_ends_unready_names_the_operators_last_error() {
+    let mut t = model::tenant_from_state(&planned(&[])).unwrap();
+    set_status(&mut t, "Provisioning", false);
+    assert_eq!(
+        ready_message(&t),
+        "phase Provisioning, Ready: tenant is Provisioning (Provisioning)"
+    );
+    let mut synced = t.status.as_ref().unwrap().conditions[0].clone();
+    synced.type_ = "Synced".into();
+    synced.reason = "ReconcileError".into();
+    synced.message = "KubeApi: namespaces \"x\" is forbidden (HTTP 403 Forbidden)".into();
+    t.status.as_mut().unwrap().conditions.push(synced);
+    assert_eq!(
+        ready_message(&t),
+        "phase Provisioning, Ready: tenant is Provisioning (Provisioning); \
+         Synced: KubeApi: namespaces \"x\" is forbidden (HTTP 403 Forbidden) (ReconcileError)"
+    );
+}

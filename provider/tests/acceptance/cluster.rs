@@ -1,0 +1,197 @@
+//! The tests' own view of the cluster: reading Tenants and namespaces, and holding up one
+//! tenant's provisioning with an admission policy.
+
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kubespaces_operator::api::Tenant;
+use kubespaces_operator::names;
+
+/// Polls every half second; 120 polls bound every wait at a minute.
+const POLL: Duration = Duration::from_millis(500);
+const POLLS: usize = 120;
+
+pub async fn tenants() -> Api<Tenant> {
+    Api::all(kube::Client::try_default().await.unwrap())
+}
+
+pub async fn namespaces() -> Api<Namespace> {
+    Api::all(kube::Client::try_default().await.unwrap())
+}
+
+pub async fn wait_gone(api: &Api<Tenant>, name: &str) {
+    for _ in 0..POLLS {
+        if api.get_opt(name).await.unwrap().is_none() {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    panic!("tenant {name} still exists");
+}
+
+/// The namespace controller finishes a namespace's deletion; until then the name is taken.
+pub async fn wait_namespace_gone(name: &str) {
+    let api = namespaces().await;
+    for _ in 0..POLLS {
+        if api.get_opt(name).await.unwrap().is_none() {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    panic!("namespace {name} still exists");
+}
+
+/// Asks the operator to reconcile `name` now (Flux's request annotation) and returns once it
+/// has written the status that records the request: a status write of the operator's, on
+/// demand.
+pub async fn reconcile_now(api: &Api<Tenant>, name: &str) {
+    let token = format!("acc-{}", jiff::Timestamp::now().as_nanosecond());
+    let annotation = names::RECONCILE_REQUEST_ANNOTATIONS[1];
+    let request = serde_json::json!({"metadata": {"annotations": {annotation: token}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&request))
+        .await
+        .unwrap();
+    for _ in 0..POLLS {
+        let t = api.get(name).await.unwrap();
+        let handled = t.status.and_then(|s| s.last_handled_reconcile_at);
+        if handled.as_deref() == Some(token.as_str()) {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    panic!("the operator did not handle the reconcile request {token} for {name}");
+}
+
+/// What the policy says when it refuses the namespace.
+pub const HOLD_MESSAGE: &str = "held by the acceptance test";
+
+/// A ValidatingAdmissionPolicy and its binding that refuse the creation of exactly one
+/// namespace, so the operator cannot provision that tenant until [`NamespaceHold::release`].
+/// Every other namespace is admitted: other tests on the cluster are not affected. Dropped
+/// unreleased (a failed assertion), it still deletes both objects.
+pub struct NamespaceHold {
+    name: String,
+    namespace: String,
+    released: bool,
+}
+
+impl NamespaceHold {
+    /// Creates the policy and binding named `name`, and returns once the API server enforces
+    /// them (a dry-run create of the namespace is refused).
+    pub async fn new(name: &str, namespace: &str) -> Self {
+        let client = kube::Client::try_default().await.unwrap();
+        let policy: ValidatingAdmissionPolicy = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["namespaces"],
+                }]},
+                "validations": [{
+                    "expression": format!("object.metadata.name != '{namespace}'"),
+                    "message": HOLD_MESSAGE,
+                }],
+            }
+        }))
+        .unwrap();
+        let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]}
+        }))
+        .unwrap();
+        // The guard exists before the objects do: whatever happens next, drop cleans up.
+        let hold = Self {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            released: false,
+        };
+        let pp = PostParams::default();
+        Api::<ValidatingAdmissionPolicy>::all(client.clone())
+            .create(&pp, &policy)
+            .await
+            .unwrap();
+        Api::<ValidatingAdmissionPolicyBinding>::all(client)
+            .create(&pp, &binding)
+            .await
+            .unwrap();
+        for _ in 0..POLLS {
+            match hold.dry_run_create().await {
+                Err(kube::Error::Api(s)) if s.message.contains(HOLD_MESSAGE) => return hold,
+                _ => tokio::time::sleep(POLL).await,
+            }
+        }
+        panic!("the admission policy {name} is not enforced after a minute");
+    }
+
+    async fn dry_run_create(&self) -> kube::Result<Namespace> {
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": self.namespace}}))
+                .unwrap();
+        let pp = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        namespaces().await.create(&pp, &ns).await
+    }
+
+    /// Deletes the policy and binding, and returns once the namespace may be created again.
+    pub async fn release(mut self) {
+        delete_policy(&self.name).await;
+        self.released = true;
+        for _ in 0..POLLS {
+            if self.dry_run_create().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        panic!("namespace {} still refused after a minute", self.namespace);
+    }
+}
+
+impl Drop for NamespaceHold {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        // Drop cannot await, and the test's runtime may be unwinding: a runtime of its own, on
+        // a thread of its own.
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(delete_policy(&name))
+        })
+        .join();
+    }
+}
+
+/// Deletes the binding and the policy named `name`; gone already is fine.
+async fn delete_policy(name: &str) {
+    let client = kube::Client::try_default().await.unwrap();
+    let dp = DeleteParams::default();
+    let gone = |r: kube::Result<_>| match r {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => panic!("could not delete admission policy {name}: {e}"),
+    };
+    gone(
+        Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+            .delete(name, &dp)
+            .await
+            .map(|_| ()),
+    );
+    gone(
+        Api::<ValidatingAdmissionPolicy>::all(client)
+            .delete(name, &dp)
+            .await
+            .map(|_| ()),
+    );
+}

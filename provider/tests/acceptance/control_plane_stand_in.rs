@@ -1,0 +1,95 @@
+//! CONTROL-PLANE STAND-IN. The operator does not run tenant control planes yet; when it does,
+//! it will publish each tenant's public URLs in `status.endpoints` and its kubeconfig in a
+//! Secret named by `status.kubeconfigSecretRef` (SPEC §2.5–2.6). Until then, this writes the
+//! same observable result the same way a second controller would: a Secret in the tenant's
+//! namespace, and a merge patch of the Tenant's status subresource under a field manager of its
+//! own, which the operator's server-side-applied status leaves alone.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use kubespaces_operator::api::{SecretReference, Tenant, TenantEndpoints};
+use kubespaces_operator::names;
+
+pub const FIELD_MANAGER: &str = "kubespaces-acceptance-control-plane-stand-in";
+/// vCluster's key for the kubeconfig in its Secret.
+pub const SECRET_KEY: &str = "config";
+const SECRET_NAME: &str = "control-plane-stand-in-kubeconfig";
+
+/// What the stand-in published for one tenant.
+pub struct Published {
+    pub api: String,
+    pub apps: String,
+    pub kubeconfig: String,
+    pub secret_name: String,
+    pub secret_namespace: String,
+}
+
+impl Published {
+    /// `status.endpoints` as published.
+    pub fn endpoints(&self) -> TenantEndpoints {
+        TenantEndpoints {
+            api: Some(self.api.clone()),
+            apps: Some(self.apps.clone()),
+        }
+    }
+
+    /// `status.kubeconfigSecretRef` as published.
+    pub fn secret_ref(&self) -> SecretReference {
+        SecretReference {
+            name: self.secret_name.clone(),
+            namespace: self.secret_namespace.clone(),
+        }
+    }
+}
+
+/// A small, valid kubeconfig for the tenant's API at `server`.
+fn kubeconfig(tenant: &str, server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {tenant}\n  cluster:\n    server: {server}\ncontexts:\n- name: {tenant}\n  context:\n    cluster: {tenant}\n    user: {tenant}-admin\ncurrent-context: {tenant}\nusers:\n- name: {tenant}-admin\n  user:\n    token: control-plane-stand-in\n"
+    )
+}
+
+/// Publishes endpoints under `example.com` and a kubeconfig for `tenant`, as its control
+/// plane will.
+pub async fn publish(tenant: &str) -> Published {
+    let client = kube::Client::try_default().await.unwrap();
+    let api = format!("https://{tenant}.api.example.com:443");
+    let published = Published {
+        kubeconfig: kubeconfig(tenant, &api),
+        apps: format!("https://*.{tenant}.apps.example.com"),
+        api,
+        secret_name: SECRET_NAME.to_owned(),
+        secret_namespace: names::namespace(tenant),
+    };
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": published.secret_name},
+        "type": "Opaque",
+        "stringData": {SECRET_KEY: published.kubeconfig},
+    }))
+    .unwrap();
+    let pp = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    Api::<Secret>::namespaced(client.clone(), &published.secret_namespace)
+        .create(&pp, &secret)
+        .await
+        .unwrap();
+    let status = serde_json::json!({"status": {
+        "endpoints": {"api": published.api, "apps": published.apps},
+        "kubeconfigSecretRef": {
+            "name": published.secret_name,
+            "namespace": published.secret_namespace,
+        },
+    }});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    Api::<Tenant>::all(client)
+        .patch_status(tenant, &params, &Patch::Merge(&status))
+        .await
+        .unwrap();
+    published
+}
