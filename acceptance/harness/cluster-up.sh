@@ -194,6 +194,17 @@ if [ ${#manifests[@]} -gt 0 ]; then
   if [ -n "$("$K" get crd -o name 2>/dev/null)" ]; then
     "$K" wait --for=condition=Established crd --all --timeout=60s >&2 || fail "CRDs not Established"
   fi
+  # Established is not usable yet: for a few seconds more, creates of the new kind are answered
+  # 503 ("Resource kind ... not found") until the API server has the CRD's schema for field
+  # management and admission. Ready means a Tenant can be created: try one (server-side dry run).
+  if "$K" get crd tenants.kubespaces.io >/dev/null 2>&1; then
+    for _ in $(seq 1 60); do
+      "$K" create --dry-run=server -f "$REPO_ROOT/examples/tenant.yaml" >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+    "$K" create --dry-run=server -f "$REPO_ROOT/examples/tenant.yaml" >/dev/null \
+      || fail "Tenants cannot be created 30 s after the CRD was Established"
+  fi
   log "manifests applied after $(elapsed)"
 else
   log "no manifests in operator/manifests yet (skipping CRDs)"

@@ -15,7 +15,8 @@
 #   the module proxy serves no pseudo-version of them, only v1.13.4, which has no kubernetes_manifest.)
 #
 # Figures: wall time of `terraform apply` (create), of a no-op `terraform plan` (refresh on; median
-# of PROVIDER_BENCH_PLANS runs, default 5) and of `terraform destroy`, and the peak RSS of the
+# of PROVIDER_BENCH_PLANS rounds, default 9, each round planning both configurations and the two
+# floors in turn) and of `terraform destroy`, and the peak RSS of the
 # provider process (max over the provider launches of that command: terraform starts the provider
 # several times per command). The RSS comes from GNU time: each provider is installed (dev_overrides)
 # as a two-line wrapper `exec /usr/bin/time -f %M -a -o rss.log <real binary>`.
@@ -26,7 +27,7 @@ set -euo pipefail
 LOG_PREFIX=provider-bench
 STATE="$REPO_ROOT/.kubespaces/provider-bench"
 N=${1:-20}
-PLANS=${PROVIDER_BENCH_PLANS:-5}
+PLANS=${PROVIDER_BENCH_PLANS:-9}
 cd "$REPO_ROOT"
 [[ "$N" =~ ^[1-9][0-9]*$ ]] || die "usage: $0 [number of tenants]"
 
@@ -75,17 +76,29 @@ tf() {
 }
 must() { [ "$RC" -eq "$1" ] || { tail -40 "$STATE/tf/$2/last.log" >&2; die "terraform $3 in $2 exited $RC"; }; }
 
-# no_op_plans NAME: PLANS plans that must find nothing to do; sets PLAN_SECS (median), PLAN_RSS (max).
+# median: the median of the numbers on stdin, one per line.
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# no_op_plans NAME...: PLANS rounds, each a plan in every workspace NAME in turn (so a change in
+# the machine's load falls on all of them alike); every plan must find nothing to do. Sets
+# PLAN_SECS[NAME] (median) and PLAN_RSS[NAME] (max).
+declare -A PLAN_SECS PLAN_RSS
 no_op_plans() {
-  local times=() i rss=0
+  local i name
+  declare -A times=()
+  for name in "$@"; do PLAN_RSS[$name]=0; done
   for ((i = 0; i < PLANS; i++)); do
-    tf "$1" plan -detailed-exitcode
-    must 0 "$1" "plan (expected no changes)"
-    times+=("$SECS")
-    rss=$(awk -v a="$rss" -v b="$RSS_MB" 'BEGIN { print (b > a ? b : a) }')
+    for name in "$@"; do
+      tf "$name" plan -detailed-exitcode
+      must 0 "$name" "plan (expected no changes)"
+      times[$name]+="$SECS "
+      PLAN_RSS[$name]=$(awk -v a="${PLAN_RSS[$name]}" -v b="$RSS_MB" 'BEGIN { print (b > a ? b : a) }')
+    done
   done
-  PLAN_SECS=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-  PLAN_RSS=$rss
+  for name in "$@"; do
+    # shellcheck disable=SC2086  # split on purpose: one time per word
+    PLAN_SECS[$name]=$(printf '%s\n' ${times[$name]} | median)
+  done
 }
 
 declare -A R
@@ -130,22 +143,22 @@ resource \"kubectl_manifest\" \"t\" {
   wait = true # destroy waits until the object is gone, as kubespaces_tenant's does
 }"
 
-# The floor: terraform itself, planning an empty configuration (no provider at all).
-mkdir -p "$STATE/tf/empty"
+# The floors: terraform itself planning an empty configuration (no provider at all), and
+# terraform's own work for N resources: N terraform_data resources (built in, no plugin process).
+mkdir -p "$STATE/tf/empty" "$STATE/tf/builtin"
 printf 'provider_installation {\n  dev_overrides {}\n}\n' >"$STATE/tf/empty/dev.tfrc"
+cp "$STATE/tf/empty/dev.tfrc" "$STATE/tf/builtin/dev.tfrc"
 printf 'terraform {}\n' >"$STATE/tf/empty/main.tf"
-no_op_plans empty
-R[floor]=$PLAN_SECS
+printf 'resource "terraform_data" "t" {\n  count = %s\n  input = count.index\n}\n' "$N" \
+  >"$STATE/tf/builtin/main.tf"
+tf builtin apply -auto-approve
+must 0 builtin apply
 
 log "==> kubespaces: apply ($N tenants, waits for Ready)"
 tf kubespaces apply -auto-approve
 must 0 kubespaces apply
 R[ks_apply]=$SECS R[ks_apply_rss]=$RSS_MB
 log "    ${SECS}s, provider peak RSS ${RSS_MB} MB"
-log "==> kubespaces: $PLANS no-op plans"
-no_op_plans kubespaces
-R[ks_plan]=$PLAN_SECS R[ks_plan_rss]=$PLAN_RSS
-log "    median ${PLAN_SECS}s, provider peak RSS ${PLAN_RSS} MB"
 
 log "==> kubectl_manifest: apply ($N tenants, returns when they exist)"
 tf kubectl apply -auto-approve
@@ -155,10 +168,13 @@ t0=$EPOCHREALTIME
 "$KUBESPACES_KUBECTL" wait --for=condition=Ready tenant -l bench=kubectl --timeout=300s >/dev/null
 R[kc_ready]=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
 log "    ${SECS}s (+ ${R[kc_ready]}s until all Ready), provider peak RSS ${RSS_MB} MB"
-log "==> kubectl_manifest: $PLANS no-op plans"
-no_op_plans kubectl
-R[kc_plan]=$PLAN_SECS R[kc_plan_rss]=$PLAN_RSS
-log "    median ${PLAN_SECS}s, provider peak RSS ${PLAN_RSS} MB"
+
+log "==> $PLANS rounds of no-op plans: empty, $N builtins, kubespaces, kubectl_manifest"
+no_op_plans empty builtin kubespaces kubectl
+R[floor]=${PLAN_SECS[empty]} R[floor_n]=${PLAN_SECS[builtin]}
+R[ks_plan]=${PLAN_SECS[kubespaces]} R[ks_plan_rss]=${PLAN_RSS[kubespaces]}
+R[kc_plan]=${PLAN_SECS[kubectl]} R[kc_plan_rss]=${PLAN_RSS[kubectl]}
+log "    medians: kubespaces ${R[ks_plan]}s, kubectl_manifest ${R[kc_plan]}s, terraform alone ${R[floor]}s, with $N builtins ${R[floor_n]}s"
 
 log "==> destroy both"
 tf kubespaces destroy -auto-approve
@@ -185,6 +201,9 @@ tfv=$(TF_CLI_CONFIG_FILE="$STATE/tf/kubespaces/dev.tfrc" terraform version 2>/de
   printf '%-34s %12s %16s %9sx\n' "  minus terraform alone (${R[floor]} s)" \
     "$(sum "${R[ks_plan]}" "-${R[floor]}")" "$(sum "${R[kc_plan]}" "-${R[floor]}")" \
     "$(ratio "$(sum "${R[kc_plan]}" "-${R[floor]}")" "$(sum "${R[ks_plan]}" "-${R[floor]}")")"
+  printf '%-34s %12s %16s %9sx\n' "  minus $N terraform_data (${R[floor_n]} s)" \
+    "$(sum "${R[ks_plan]}" "-${R[floor_n]}")" "$(sum "${R[kc_plan]}" "-${R[floor_n]}")" \
+    "$(ratio "$(sum "${R[kc_plan]}" "-${R[floor_n]}")" "$(sum "${R[ks_plan]}" "-${R[floor_n]}")")"
   printf '%-34s %12s %16s %9sx\n' "apply, create until Ready (s)" "${R[ks_apply]}" "$kc_to_ready" \
     "$(ratio "$kc_to_ready" "${R[ks_apply]}")"
   printf '%-34s %12s %16s\n' "  of which terraform apply (s)" "${R[ks_apply]}" "${R[kc_apply]}"

@@ -31,8 +31,8 @@ impl Error {
 }
 
 /// The API server's own words for a refused request, without kube's debug dump of the
-/// response: this text ends up in conditions and Events that people read.
-fn describe(error: &kube::Error) -> String {
+/// response: this text ends up in conditions, Events and Terraform diagnostics that people read.
+pub fn describe(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) => format!(
             "{} (HTTP {} {})",

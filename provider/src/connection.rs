@@ -8,13 +8,13 @@
 //! ([`warm_up`]), so the first read does not wait for the handshake either.
 //!
 //! What the stock client adds and this one leaves out: kube's HTTP proxy support (with a proxy
-//! configured, [`client`] returns the stock client), the retry of 429/503 responses (Terraform
-//! reports the error and the next run retries) and exec-plugin certificate rotation (the provider
-//! lives for one Terraform command).
+//! configured, [`client`] returns the stock client) and exec-plugin certificate rotation (the
+//! provider lives for one Terraform command). It keeps the retry of 429, 503 and 504 answers
+//! with backoff: right after a CRD is installed, the API server answers 503 for a few seconds.
 
 use hyper_util::{client::legacy::Client as HyperClient, rt::TokioExecutor};
-use kube::client::ConfigExt;
-use tower::ServiceBuilder;
+use kube::client::{ConfigExt, retry::RetryPolicy};
+use tower::{ServiceBuilder, retry::RetryLayer};
 
 /// A client for `config`: HTTP/2 where the server agrees, kube's stock client behind a proxy.
 pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
@@ -35,8 +35,13 @@ pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
     }
     let connector = tls.enable_http1().enable_http2().wrap_connector(http);
     let hyper = HyperClient::builder(TokioExecutor::new()).build(connector);
+    // The same layers, in the same order, as kube's stock client.
+    let retry = config
+        .default_retry
+        .then(|| RetryLayer::new(RetryPolicy::server_retry()));
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
+        .option_layer(retry)
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(tower::BoxError::from)

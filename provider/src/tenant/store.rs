@@ -9,7 +9,7 @@ use super::model;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{0}")]
+    #[error("{}", kubespaces_operator::error::describe(.0))]
     Api(#[from] kube::Error),
 }
 
