@@ -12,6 +12,8 @@
 mod cluster;
 #[path = "acceptance/control_plane_stand_in.rs"]
 mod control_plane_stand_in;
+#[path = "acceptance/service_account.rs"]
+mod service_account;
 #[path = "acceptance/workspace.rs"]
 mod workspace;
 
@@ -401,4 +403,90 @@ output "data_api" {
         "destroy waits until gone"
     );
     wait_namespace_gone(&names::namespace(&name)).await;
+}
+
+/// The provider configured from the environment alone, as CI systems do it: `KUBE_HOST`,
+/// `KUBE_TOKEN` and `KUBE_CLUSTER_CA_CERT_DATA`, for a ServiceAccount that may manage Tenants and
+/// nothing else. The token reaches neither Terraform's log nor its state.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn host_token_and_ca_from_the_environment_with_least_privilege() {
+    let pid = std::process::id();
+    let api = tenants().await;
+    let name = format!("acc-env-{pid}");
+    let identity = service_account::TenantManager::new(&format!("kubespaces-acc-tf-{pid}")).await;
+    let (host, ca) = service_account::host_and_ca();
+    let mut ws = Workspace::new("env");
+    ws.set_env("KUBE_HOST", &host);
+    ws.set_env("KUBE_TOKEN", &identity.token);
+    ws.set_env("KUBE_CLUSTER_CA_CERT_DATA", &ca);
+    // No kubeconfig to fall back on.
+    ws.set_env("KUBECONFIG", "/nonexistent/kubeconfig");
+    let log = ws.dir.join("terraform.log");
+    ws.set_env("TF_LOG", "trace");
+    ws.set_env("TF_LOG_PATH", &log.display().to_string());
+    ws.write_with_provider_config("", &tenant_tf(&name, "1"));
+
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(api.get(&name).await.unwrap().is_ready());
+    assert_eq!(ws.plan_code(), 0);
+    ws.write_with_provider_config("", &tenant_tf(&name, "2"));
+    ws.ok(&["apply", "-auto-approve"]);
+    assert_eq!(api.get(&name).await.unwrap().spec.resources.cpu.0, "2");
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(api.get_opt(&name).await.unwrap().is_none());
+
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("ReadResource"),
+        "the trace log covers the provider's calls"
+    );
+    assert!(!log.contains(&identity.token), "the token is not logged");
+    let state = std::fs::read_to_string(ws.dir.join("terraform.tfstate")).unwrap();
+    assert!(!state.contains(&identity.token), "nor kept in state");
+}
+
+/// `examples/terraform` as a user runs it: both tenants Ready, the outputs filled, and on
+/// destroy the `Orphan` tenant leaves its namespace behind while the other takes it along.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn the_example_configuration_applies_and_destroys() {
+    let ws = Workspace::new("example");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/terraform");
+    for file in std::fs::read_dir(&example).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_some_and(|e| e == "tf") {
+            std::fs::copy(&path, ws.dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let api = tenants().await;
+    let kubeconfig = format!("kubeconfig={}", std::env::var("KUBECONFIG").unwrap());
+    ws.ok(&["apply", "-auto-approve", "-var", &kubeconfig]);
+    for name in ["team-atlas", "team-borealis"] {
+        assert!(api.get(name).await.unwrap().is_ready(), "{name} is Ready");
+    }
+    assert_eq!(
+        ws.outputs()["namespaces"],
+        serde_json::json!([
+            names::namespace("team-atlas"),
+            names::namespace("team-borealis")
+        ])
+    );
+
+    ws.ok(&["destroy", "-auto-approve", "-var", &kubeconfig]);
+    for name in ["team-atlas", "team-borealis"] {
+        assert!(api.get_opt(name).await.unwrap().is_none(), "{name} is gone");
+    }
+    wait_namespace_gone(&names::namespace("team-atlas")).await;
+    let orphaned = names::namespace("team-borealis");
+    let namespaces = namespaces().await;
+    assert!(
+        namespaces.get_opt(&orphaned).await.unwrap().is_some(),
+        "deletion_policy = \"Orphan\" keeps the namespace"
+    );
+    namespaces
+        .delete(&orphaned, &Default::default())
+        .await
+        .unwrap();
+    wait_namespace_gone(&orphaned).await;
 }

@@ -159,18 +159,22 @@ impl Drop for NamespaceHold {
         if self.released {
             return;
         }
-        // Drop cannot await, and the test's runtime may be unwinding: a runtime of its own, on
-        // a thread of its own.
         let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(delete_policy(&name))
-        })
-        .join();
+        cleanup_from_drop(async move { delete_policy(&name).await });
     }
+}
+
+/// Runs a cleanup from `Drop`, which cannot await while the test's runtime may be unwinding:
+/// on a runtime of its own, on a thread of its own.
+pub fn cleanup_from_drop(cleanup: impl Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(cleanup)
+    })
+    .join();
 }
 
 /// Deletes the binding and the policy named `name`; gone already is fine.

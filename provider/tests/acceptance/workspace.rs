@@ -21,6 +21,8 @@ pub struct Workspace {
     cli_config: PathBuf,
     /// The filesystem mirror, in mirror mode: removed on drop (two copies of the binary).
     mirror: Option<PathBuf>,
+    /// Extra environment for every terraform command.
+    env: Vec<(String, String)>,
 }
 
 impl Workspace {
@@ -97,18 +99,32 @@ impl Workspace {
             terraform,
             kubeconfig,
             mirror: None,
+            env: vec![],
         }
     }
 
+    /// Sets `name` in the environment of every terraform command from now on.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.push((name.to_owned(), value.to_owned()));
+    }
+
+    /// `main.tf`: the provider configured with the test cluster's kubeconfig, then `body`.
     pub fn write(&self, body: &str) {
+        self.write_with_provider_config(
+            &format!("  config_path = \"{}\"\n", self.kubeconfig),
+            body,
+        );
+    }
+
+    /// `main.tf`: the provider block with `provider_config` inside, then `body`.
+    pub fn write_with_provider_config(&self, provider_config: &str, body: &str) {
         // An installed provider is pinned, as users pin it; an overridden one has no version.
         let version = match self.mirror {
             Some(_) => format!(", version = \"= {PROVIDER_VERSION}\""),
             None => String::new(),
         };
         let provider = format!(
-            "terraform {{\n  required_providers {{\n    kubespaces = {{ source = \"kubespaces/kubespaces\"{version} }}\n  }}\n}}\nprovider \"kubespaces\" {{\n  config_path = \"{}\"\n}}\n",
-            self.kubeconfig
+            "terraform {{\n  required_providers {{\n    kubespaces = {{ source = \"kubespaces/kubespaces\"{version} }}\n  }}\n}}\nprovider \"kubespaces\" {{\n{provider_config}}}\n"
         );
         std::fs::write(self.dir.join("main.tf"), format!("{provider}{body}")).unwrap();
     }
@@ -123,6 +139,7 @@ impl Workspace {
             .env("CHECKPOINT_DISABLE", "1")
             // A user's plugin cache would stand between `init` and the mirror.
             .env_remove("TF_PLUGIN_CACHE_DIR")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         c
     }
