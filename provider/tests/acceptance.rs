@@ -23,6 +23,7 @@ use std::time::Duration;
 use cluster::{
     HOLD_MESSAGE, NamespaceHold, namespaces, reconcile_now, tenants, wait_gone, wait_namespace_gone,
 };
+use kube::Api;
 use kubespaces_operator::{conditions, names};
 use workspace::{Workspace, collapsed};
 
@@ -77,6 +78,7 @@ async fn lifecycle() {
     let live = api.get(&name).await.unwrap();
     assert_eq!(live.spec.resources.cpu.0, "2");
     assert!(live.is_ready());
+    assert_eq!(quota_cpu(&name).await, "2", "the quota follows");
     assert_eq!(ws.plan_code(), 0);
 
     // A new name replaces the tenant.
@@ -103,21 +105,42 @@ async fn lifecycle() {
         api.get_opt(&renamed).await.unwrap().is_none(),
         "destroy waits until gone"
     );
+    assert!(
+        namespaces()
+            .await
+            .get_opt(&names::namespace(&renamed))
+            .await
+            .unwrap()
+            .is_none(),
+        "the namespace is gone too"
+    );
+}
+
+/// The cpu the tenant's ResourceQuota enforces.
+async fn quota_cpu(tenant: &str) -> String {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let client = kube::Client::try_default().await.unwrap();
+    let quota = Api::<ResourceQuota>::namespaced(client, &names::namespace(tenant))
+        .get(names::QUOTA)
+        .await
+        .unwrap();
+    quota.spec.unwrap().hard.unwrap()["requests.cpu"].0.clone()
 }
 
 #[tokio::test]
 #[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
 async fn invalid_configuration_fails_at_plan_on_the_attribute() {
     let ws = Workspace::new("invalid");
-    ws.write(&tenant_tf("acc-invalid", "lots"));
+    ws.write(&tenant_tf("acc-invalid", "lots").replace("alice@example.com", "alice"));
     let out = ws.run(&["plan"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Each diagnostic names its attribute and quotes its line.
     assert!(stderr.contains("Invalid cpu"), "{stderr}");
-    assert!(
-        stderr.contains("cpu    = \"lots\""),
-        "the diagnostic quotes the line: {stderr}"
-    );
+    assert!(stderr.contains("cpu    = \"lots\""), "{stderr}");
+    assert!(stderr.contains("Invalid owner"), "{stderr}");
+    assert!(stderr.contains("owner  = \"alice\""), "{stderr}");
+    assert!(stderr.contains("is not an email address"), "{stderr}");
 }
 
 #[tokio::test]
