@@ -19,7 +19,7 @@ pub struct Workspace {
     terraform: String,
     kubeconfig: String,
     cli_config: PathBuf,
-    /// The filesystem mirror, in mirror mode: removed on drop (two copies of the binary).
+    /// The filesystem mirror, in mirror mode.
     mirror: Option<PathBuf>,
     /// Extra environment for every terraform command.
     env: Vec<(String, String)>,
@@ -55,12 +55,13 @@ impl Workspace {
                 .join(PROVIDER_VERSION)
                 .join(platform());
             std::fs::create_dir_all(&dir).unwrap();
-            // A copy, not a link: what a user unpacking a release gets.
-            std::fs::copy(
-                BIN,
-                dir.join(format!("terraform-provider-kubespaces_v{PROVIDER_VERSION}")),
-            )
-            .unwrap();
+            // A regular file, as a user unpacking a release gets (not a symlink, which
+            // Terraform would resolve): a hard link where the filesystem allows, since the
+            // debug binary is 200 MB, else a copy.
+            let file = dir.join(format!("terraform-provider-kubespaces_v{PROVIDER_VERSION}"));
+            if std::fs::hard_link(BIN, &file).is_err() {
+                std::fs::copy(BIN, &file).unwrap();
+            }
         }
         let patterns = PROVIDER_HOSTS
             .iter()
@@ -213,8 +214,11 @@ impl Workspace {
 impl Drop for Workspace {
     fn drop(&mut self) {
         let _ = self.command(&["destroy", "-auto-approve"]).output();
-        if let Some(mirror) = &self.mirror {
-            let _ = std::fs::remove_dir_all(mirror);
+        // A failed test's directory is kept for a look at its state and logs.
+        if std::thread::panicking() {
+            eprintln!("kept {} for inspection", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 }
