@@ -34,6 +34,10 @@ pub async fn wait_gone(api: &Api<Tenant>, name: &str) {
     panic!("tenant {name} still exists");
 }
 
+pub async fn namespace_exists(name: &str) -> bool {
+    namespaces().await.get_opt(name).await.unwrap().is_some()
+}
+
 /// The namespace controller finishes a namespace's deletion; until then the name is taken.
 pub async fn wait_namespace_gone(name: &str) {
     let api = namespaces().await;
