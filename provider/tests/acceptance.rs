@@ -426,11 +426,11 @@ async fn host_token_and_ca_from_the_environment_with_least_privilege() {
     let api = tenants().await;
     let name = format!("acc-env-{pid}");
     let identity = service_account::TenantManager::new(&format!("kubespaces-acc-tf-{pid}")).await;
-    let (host, ca) = service_account::host_and_ca();
+    let cluster = service_account::connection();
     let mut ws = Workspace::new("env");
-    ws.set_env("KUBE_HOST", &host);
+    ws.set_env("KUBE_HOST", &cluster.host);
     ws.set_env("KUBE_TOKEN", &identity.token);
-    ws.set_env("KUBE_CLUSTER_CA_CERT_DATA", &ca);
+    ws.set_env("KUBE_CLUSTER_CA_CERT_DATA", &cluster.ca);
     // No kubeconfig to fall back on.
     ws.set_env("KUBECONFIG", "/nonexistent/kubeconfig");
     let log = ws.dir.join("terraform.log");
@@ -500,4 +500,53 @@ async fn the_example_configuration_applies_and_destroys() {
         .await
         .unwrap();
     wait_namespace_gone(&orphaned).await;
+}
+
+/// Pointed at an API server that does not serve Tenants (another cluster, a wrong context; here
+/// a path on the right server where nothing is served), the provider says so instead of taking
+/// the tenants for deleted: the plan fails and the state keeps them, and destroy forgets nothing.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn a_cluster_without_the_tenant_api_is_an_error_not_an_empty_cluster() {
+    let pid = std::process::id();
+    let api = tenants().await;
+    let name = format!("acc-wrong-{pid}");
+    // The kubeconfig's own user: only someone allowed to ask is told 404.
+    let cluster = service_account::connection();
+    let ws = Workspace::new("wrong");
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["apply", "-auto-approve"]);
+
+    let ca_path = ws.dir.join("ca.pem");
+    std::fs::write(&ca_path, &cluster.ca).unwrap();
+    ws.write_with_provider_config(
+        &format!(
+            "  host                   = \"{}/not-the-kubernetes-api\"\n  token                  = \"{}\"\n  cluster_ca_certificate = file(\"{}\")\n",
+            cluster.host,
+            cluster.admin_token,
+            ca_path.display()
+        ),
+        &tenant_tf(&name, "1"),
+    );
+    for command in [&["plan"][..], &["destroy", "-auto-approve"][..]] {
+        let out = ws.run(command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let stderr = collapsed(&out.stderr);
+        assert!(
+            stderr.contains("does not serve the Tenant API"),
+            "{command:?}: {stderr}"
+        );
+        assert!(
+            ws.ok(&["state", "list"]).contains("kubespaces_tenant.t"),
+            "{command:?} keeps the tenant in state"
+        );
+    }
+    assert!(
+        api.get(&name).await.unwrap().is_ready(),
+        "and it is untouched"
+    );
+
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(api.get_opt(&name).await.unwrap().is_none());
 }

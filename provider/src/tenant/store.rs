@@ -11,12 +11,39 @@ use super::model;
 pub enum StoreError {
     #[error("{}", kubespaces_operator::error::describe(.0))]
     Api(#[from] kube::Error),
+    #[error(
+        "This API server does not serve the Tenant API (kubespaces.io/v1alpha1, tenants). Is \
+         KubeSpaces installed there, and is it the host cluster you meant? Check `config_path`, \
+         `config_context` and `host` (or KUBECONFIG, KUBE_CONFIG_PATH, KUBE_CTX, KUBE_HOST). \
+         The API server answered: {0}"
+    )]
+    NotServed(String),
 }
 
 impl StoreError {
     pub fn is_conflict(&self) -> bool {
         matches!(self, StoreError::Api(kube::Error::Api(s)) if s.code == 409)
     }
+
+    /// An error from a Tenant request, telling apart "this cluster has no Tenant API" (a 404
+    /// that names no object) from everything else.
+    fn from_tenant_request(error: kube::Error) -> Self {
+        match &error {
+            kube::Error::Api(s) if s.code == 404 => {
+                StoreError::NotServed(kubespaces_operator::error::describe(&error))
+            }
+            _ => StoreError::Api(error),
+        }
+    }
+}
+
+/// Whether `error` says that the Tenant `name` does not exist. The API server names the object
+/// in a 404 about a missing object; a 404 that names none is about the API itself (another
+/// cluster, or KubeSpaces not installed), and taking it for "deleted" would drop every tenant
+/// from Terraform's state, or forget them on destroy.
+fn tenant_missing(error: &kube::Error, name: &str) -> bool {
+    matches!(error, kube::Error::Api(s)
+        if s.code == 404 && s.details.as_ref().is_some_and(|d| d.name == name))
 }
 
 #[tonic::async_trait]
@@ -64,7 +91,11 @@ pub fn kubeconfig_from_secret(secret: &Secret) -> Option<String> {
 #[tonic::async_trait]
 impl TenantStore for KubeStore {
     async fn get(&self, name: &str) -> Result<Option<Tenant>, StoreError> {
-        Ok(self.tenants().get_opt(name).await?)
+        match self.tenants().get(name).await {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if tenant_missing(&e, name) => Ok(None),
+            Err(e) => Err(StoreError::from_tenant_request(e)),
+        }
     }
 
     async fn create(&self, tenant: &Tenant) -> Result<Tenant, StoreError> {
@@ -72,7 +103,10 @@ impl TenantStore for KubeStore {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PostParams::default()
         };
-        Ok(self.tenants().create(&pp, tenant).await?)
+        self.tenants()
+            .create(&pp, tenant)
+            .await
+            .map_err(StoreError::from_tenant_request)
     }
 
     async fn patch_spec(&self, name: &str, spec: &TenantSpec) -> Result<Tenant, StoreError> {
@@ -81,17 +115,17 @@ impl TenantStore for KubeStore {
             ..PatchParams::default()
         };
         let patch = model::spec_patch(spec);
-        Ok(self
-            .tenants()
+        self.tenants()
             .patch(name, &pp, &Patch::Merge(&patch))
-            .await?)
+            .await
+            .map_err(StoreError::from_tenant_request)
     }
 
     async fn delete(&self, name: &str) -> Result<(), StoreError> {
         match self.tenants().delete(name, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(e.into()),
+            Err(e) if tenant_missing(&e, name) => Ok(()),
+            Err(e) => Err(StoreError::from_tenant_request(e)),
         }
     }
 
@@ -127,6 +161,32 @@ mod tests {
             ),
             ..Secret::default()
         }
+    }
+
+    /// Bodies as a v1.37 API server sends them: a missing Tenant, and a missing API (the
+    /// plain-text 404 of a path nothing serves, which kube turns into a Status without details).
+    #[test]
+    fn only_a_404_naming_the_tenant_means_it_is_gone() {
+        let object: kube::core::Status = serde_json::from_str(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"tenants.kubespaces.io \"nope\" not found","reason":"NotFound",
+                "details":{"name":"nope","group":"kubespaces.io","kind":"tenants"},"code":404}"#,
+        )
+        .unwrap();
+        let object = kube::Error::Api(Box::new(object));
+        assert!(tenant_missing(&object, "nope"));
+        assert!(!tenant_missing(&object, "other"));
+
+        let api = kube::Error::Api(
+            kube::core::Status::failure("404 page not found", "Failed to parse error data")
+                .with_code(404)
+                .boxed(),
+        );
+        assert!(!tenant_missing(&api, "nope"));
+        let error = StoreError::from_tenant_request(api);
+        assert!(matches!(error, StoreError::NotServed(_)));
+        assert!(error.to_string().contains("does not serve the Tenant API"));
+        assert!(error.to_string().contains("404 page not found"));
     }
 
     #[test]

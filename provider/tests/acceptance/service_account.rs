@@ -98,17 +98,29 @@ fn object<T: serde::de::DeserializeOwned>(json: serde_json::Value) -> T {
     serde_json::from_value(json).unwrap()
 }
 
-/// The API server's URL and CA certificate (PEM) from the test cluster's kubeconfig.
-pub fn host_and_ca() -> (String, String) {
+/// Where and how the test cluster's kubeconfig connects.
+pub struct Connection {
+    pub host: String,
+    /// PEM.
+    pub ca: String,
+    /// The kubeconfig user's own token (the harness's cluster admin).
+    pub admin_token: String,
+}
+
+/// The API server's URL, CA certificate and token from the test cluster's kubeconfig.
+pub fn connection() -> Connection {
     use base64::Engine as _;
+    use secrecy::ExposeSecret as _;
     let path = std::env::var("KUBECONFIG").unwrap();
     let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     let ca = base64::engine::general_purpose::STANDARD
         .decode(cluster.certificate_authority_data.as_ref().unwrap())
         .unwrap();
-    (
-        cluster.server.clone().unwrap(),
-        String::from_utf8(ca).unwrap(),
-    )
+    let user = kubeconfig.auth_infos[0].auth_info.as_ref().unwrap();
+    Connection {
+        host: cluster.server.clone().unwrap(),
+        ca: String::from_utf8(ca).unwrap(),
+        admin_token: user.token.as_ref().unwrap().expose_secret().to_owned(),
+    }
 }
