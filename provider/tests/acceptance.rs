@@ -550,3 +550,30 @@ async fn a_cluster_without_the_tenant_api_is_an_error_not_an_empty_cluster() {
     ws.ok(&["destroy", "-auto-approve"]);
     assert!(api.get_opt(&name).await.unwrap().is_none());
 }
+
+/// A change made behind Terraform's back (`kubectl edit`) shows as drift on the attribute it
+/// touched, and the next apply puts the configuration back, in place.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn drift_made_outside_terraform_is_planned_back() {
+    use kube::api::{Patch, PatchParams};
+    let ws = Workspace::new("drift");
+    let api = tenants().await;
+    let name = format!("acc-drift-{}", std::process::id());
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["apply", "-auto-approve"]);
+
+    let edit = serde_json::json!({"spec": {"resources": {"cpu": "3"}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    assert_eq!(ws.planned_actions("kubespaces_tenant.t"), vec!["update"]);
+    let plan = collapsed(ws.ok(&["plan"]).as_bytes());
+    assert!(plan.contains(r#"~ cpu = "3" -> "1""#), "{plan}");
+    ws.ok(&["apply", "-auto-approve"]);
+    let live = api.get(&name).await.unwrap();
+    assert_eq!(live.spec.resources.cpu.0, "1");
+    assert!(live.is_ready());
+    assert_eq!(quota_cpu(&name).await, "1");
+    assert_eq!(ws.plan_code(), 0);
+}
