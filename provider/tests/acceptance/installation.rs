@@ -1,0 +1,89 @@
+//! Getting the provider and its credentials the ways users do: `init` from a filesystem mirror,
+//! and configuration from the environment for a least-privilege identity.
+
+use super::*;
+
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn init_installs_the_provider_from_a_filesystem_mirror() {
+    let out = Command::new(workspace::BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        workspace::PROVIDER_VERSION,
+        "mirrored under the version the provider reports"
+    );
+    let ws = Workspace::with_filesystem_mirror("mirror");
+    let api = tenants().await;
+    let name = format!("acc-mirror-{}", std::process::id());
+
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["init"]);
+    let lock = std::fs::read_to_string(ws.dir.join(".terraform.lock.hcl"))
+        .expect("init writes the dependency lock file");
+    let lock = collapsed(lock.as_bytes());
+    assert!(
+        workspace::PROVIDER_HOSTS
+            .iter()
+            .any(|h| lock.contains(&format!("provider \"{h}/kubespaces/kubespaces\""))),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("version = \"{}\"", workspace::PROVIDER_VERSION)),
+        "{lock}"
+    );
+    assert!(lock.contains("\"h1:"), "a hash of the package: {lock}");
+
+    ws.ok(&["apply", "-auto-approve"]);
+    assert_eq!(ws.state_value("kubespaces_tenant.t", "phase"), "Ready");
+    assert!(api.get(&name).await.unwrap().is_ready());
+    assert_eq!(ws.plan_code(), 0, "plan after apply is empty");
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "destroy waits until gone"
+    );
+}
+
+/// The provider configured from the environment alone, as CI systems do it: `KUBE_HOST`,
+/// `KUBE_TOKEN` and `KUBE_CLUSTER_CA_CERT_DATA`, for a ServiceAccount that may manage Tenants and
+/// nothing else. The token reaches neither Terraform's log nor its state.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn host_token_and_ca_from_the_environment_with_least_privilege() {
+    let pid = std::process::id();
+    let api = tenants().await;
+    let name = format!("acc-env-{pid}");
+    let identity = service_account::TenantManager::new(&format!("kubespaces-acc-tf-{pid}")).await;
+    let cluster = service_account::connection();
+    let mut ws = Workspace::new("env");
+    ws.set_env("KUBE_HOST", &cluster.host);
+    ws.set_env("KUBE_TOKEN", &identity.token);
+    ws.set_env("KUBE_CLUSTER_CA_CERT_DATA", &cluster.ca);
+    // No kubeconfig to fall back on.
+    ws.set_env("KUBECONFIG", "/nonexistent/kubeconfig");
+    let log = ws.dir.join("terraform.log");
+    ws.set_env("TF_LOG", "trace");
+    ws.set_env("TF_LOG_PATH", &log.display().to_string());
+    ws.write_with_provider_config("", &tenant_tf(&name, "1"));
+
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(api.get(&name).await.unwrap().is_ready());
+    assert_eq!(ws.plan_code(), 0);
+    ws.write_with_provider_config("", &tenant_tf(&name, "2"));
+    ws.ok(&["apply", "-auto-approve"]);
+    assert_eq!(api.get(&name).await.unwrap().spec.resources.cpu.0, "2");
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(api.get_opt(&name).await.unwrap().is_none());
+
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("ReadResource"),
+        "the trace log covers the provider's calls"
+    );
+    assert!(!log.contains(&identity.token), "the token is not logged");
+    let state = std::fs::read_to_string(ws.dir.join("terraform.tfstate")).unwrap();
+    assert!(!state.contains(&identity.token), "nor kept in state");
+}

@@ -1,0 +1,238 @@
+//! What a tenant goes through under Terraform: create, refresh, import, update, replacement,
+//! drift, outputs, destroy; and the example configuration as a user runs it.
+
+use super::*;
+
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn apply_refresh_import_update_replace_destroy() {
+    let ws = Workspace::new("lifecycle");
+    let api = tenants().await;
+    let name = format!("acc-{}", std::process::id());
+    let renamed = format!("{name}-b");
+
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["apply", "-auto-approve"]);
+    assert_eq!(ws.state_value("kubespaces_tenant.t", "phase"), "Ready");
+    let live = api.get(&name).await.unwrap();
+    assert!(live.is_ready(), "Ready at the current generation");
+    assert_eq!(ws.plan_code(), 0, "plan after apply is empty");
+    ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
+    assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
+
+    // Import gives the same state back (timeouts aside: they live only in configuration).
+    let without_timeouts = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("timeouts");
+        v
+    };
+    let applied = without_timeouts(ws.resource_values("kubespaces_tenant.t"));
+    ws.ok(&["state", "rm", "kubespaces_tenant.t"]);
+    ws.ok(&["import", "kubespaces_tenant.t", &name]);
+    assert_eq!(
+        without_timeouts(ws.resource_values("kubespaces_tenant.t")),
+        applied
+    );
+    assert_eq!(ws.plan_code(), 0, "plan after import is empty");
+
+    // Same quota in other notation: nothing to do. Another quota: in place.
+    ws.write(&tenant_tf(&name, "1000m"));
+    assert_eq!(ws.plan_code(), 0);
+    ws.write(&tenant_tf(&name, "2"));
+    assert_eq!(ws.planned_actions("kubespaces_tenant.t"), vec!["update"]);
+    ws.ok(&["apply", "-auto-approve"]);
+    let live = api.get(&name).await.unwrap();
+    assert_eq!(live.spec.resources.cpu.0, "2");
+    assert!(live.is_ready());
+    assert_eq!(quota_cpu(&name).await, "2", "the quota follows");
+    assert_eq!(ws.plan_code(), 0);
+
+    // A new name replaces the tenant.
+    ws.write(&tenant_tf(&renamed, "2"));
+    assert_eq!(
+        ws.planned_actions("kubespaces_tenant.t"),
+        vec!["delete", "create"]
+    );
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "the old tenant is gone"
+    );
+    assert!(api.get(&renamed).await.unwrap().is_ready());
+
+    // Deleted behind Terraform's back: the next plan creates it again.
+    api.delete(&renamed, &Default::default()).await.unwrap();
+    wait_gone(&api, &renamed).await;
+    assert_eq!(ws.planned_actions("kubespaces_tenant.t"), vec!["create"]);
+    ws.ok(&["apply", "-auto-approve"]);
+
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(
+        api.get_opt(&renamed).await.unwrap().is_none(),
+        "destroy waits until gone"
+    );
+    assert!(
+        !namespace_exists(&names::namespace(&renamed)).await,
+        "the namespace is gone too"
+    );
+}
+
+/// The cpu the tenant's ResourceQuota enforces.
+async fn quota_cpu(tenant: &str) -> String {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let client = kube::Client::try_default().await.unwrap();
+    let quota = Api::<ResourceQuota>::namespaced(client, &names::namespace(tenant))
+        .get(names::QUOTA)
+        .await
+        .unwrap();
+    quota.spec.unwrap().hard.unwrap()["requests.cpu"].0.clone()
+}
+
+/// A change made behind Terraform's back (`kubectl edit`) shows as drift on the attribute it
+/// touched, and the next apply puts the configuration back, in place.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn drift_made_outside_terraform_is_planned_back() {
+    use kube::api::{Patch, PatchParams};
+    let ws = Workspace::new("drift");
+    let api = tenants().await;
+    let name = format!("acc-drift-{}", std::process::id());
+    ws.write(&tenant_tf(&name, "1"));
+    ws.ok(&["apply", "-auto-approve"]);
+
+    let edit = serde_json::json!({"spec": {"resources": {"cpu": "3"}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    assert_eq!(ws.planned_actions("kubespaces_tenant.t"), vec!["update"]);
+    let plan = collapsed(ws.ok(&["plan"]).as_bytes());
+    assert!(plan.contains(r#"~ cpu = "3" -> "1""#), "{plan}");
+    ws.ok(&["apply", "-auto-approve"]);
+    let live = api.get(&name).await.unwrap();
+    assert_eq!(live.spec.resources.cpu.0, "1");
+    assert!(live.is_ready());
+    assert_eq!(quota_cpu(&name).await, "1");
+    assert_eq!(ws.plan_code(), 0);
+}
+
+/// Endpoints and kubeconfig flow from the Tenant's status to Terraform outputs, through the
+/// resource and the data source.
+///
+/// Stand-in: the operator does not run tenant control planes yet, so nothing publishes
+/// `status.endpoints` or `status.kubeconfigSecretRef`. The test plays that part
+/// ([`control_plane_stand_in`]): it writes a kubeconfig Secret in the tenant's namespace and
+/// merge-patches the status subresource under its own field manager, which is all the provider
+/// reads. It also checks that the operator's own status writes keep those fields, as they must
+/// once the control plane publishes them for real.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn endpoints_and_kubeconfig_flow_to_outputs() {
+    let ws = Workspace::new("outputs");
+    let api = tenants().await;
+    let name = format!("acc-out-{}", std::process::id());
+    ws.write(&format!(
+        "{}{}",
+        tenant_tf(&name, "1"),
+        r#"
+data "kubespaces_tenant" "d" {
+  name = kubespaces_tenant.t.name
+}
+output "api" {
+  value = kubespaces_tenant.t.api_endpoint
+}
+output "apps" {
+  value = kubespaces_tenant.t.apps_domain
+}
+output "kubeconfig" {
+  value     = kubespaces_tenant.t.kubeconfig
+  sensitive = true
+}
+output "data_api" {
+  value = data.kubespaces_tenant.d.api_endpoint
+}
+"#
+    ));
+    ws.ok(&["apply", "-auto-approve"]);
+    assert!(api.get(&name).await.unwrap().is_ready());
+
+    let published = control_plane_stand_in::publish(&name).await;
+    // The operator's next status write (made on request here) keeps what the control plane
+    // published.
+    reconcile_now(&api, &name).await;
+    let status = api.get(&name).await.unwrap().status.unwrap_or_default();
+    assert_eq!(status.endpoints, Some(published.endpoints()));
+    assert_eq!(status.kubeconfig_secret_ref, Some(published.secret_ref()));
+
+    ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
+    let outputs = ws.outputs();
+    assert_eq!(outputs["api"], published.api.as_str());
+    assert_eq!(
+        outputs["apps"],
+        format!("*.{name}.apps.example.com"),
+        "a domain, not a URL"
+    );
+    assert_eq!(outputs["kubeconfig"], published.kubeconfig.as_str());
+    assert_eq!(outputs["data_api"], published.api.as_str());
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(outputs["kubeconfig"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        kubeconfig.clusters[0]
+            .cluster
+            .as_ref()
+            .and_then(|c| c.server.as_deref()),
+        Some(published.api.as_str()),
+        "the kubeconfig names the tenant API"
+    );
+    assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
+
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "destroy waits until gone"
+    );
+    wait_namespace_gone(&names::namespace(&name)).await;
+}
+
+/// `examples/terraform` as a user runs it: both tenants Ready, the outputs filled, and on
+/// destroy the `Orphan` tenant leaves its namespace behind while the other takes it along.
+#[tokio::test]
+#[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
+async fn the_example_configuration_applies_and_destroys() {
+    let ws = Workspace::new("example");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/terraform");
+    for file in std::fs::read_dir(&example).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_some_and(|e| e == "tf") {
+            std::fs::copy(&path, ws.dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let api = tenants().await;
+    let kubeconfig = format!("kubeconfig={}", std::env::var("KUBECONFIG").unwrap());
+    ws.ok(&["apply", "-auto-approve", "-var", &kubeconfig]);
+    for name in ["team-atlas", "team-borealis"] {
+        assert!(api.get(name).await.unwrap().is_ready(), "{name} is Ready");
+    }
+    assert_eq!(
+        ws.outputs()["namespaces"],
+        serde_json::json!([
+            names::namespace("team-atlas"),
+            names::namespace("team-borealis")
+        ])
+    );
+
+    ws.ok(&["destroy", "-auto-approve", "-var", &kubeconfig]);
+    for name in ["team-atlas", "team-borealis"] {
+        assert!(api.get_opt(name).await.unwrap().is_none(), "{name} is gone");
+    }
+    wait_namespace_gone(&names::namespace("team-atlas")).await;
+    let orphaned = names::namespace("team-borealis");
+    assert!(
+        namespace_exists(&orphaned).await,
+        "deletion_policy = \"Orphan\" keeps the namespace"
+    );
+    namespaces()
+        .await
+        .delete(&orphaned, &Default::default())
+        .await
+        .unwrap();
+    wait_namespace_gone(&orphaned).await;
+}
