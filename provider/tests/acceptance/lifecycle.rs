@@ -198,33 +198,40 @@ output "data_api" {
 #[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
 async fn the_example_configuration_applies_and_destroys() {
     let ws = Workspace::new("example");
+    // The example as shipped, but for its tenant names: the shared test cluster already has a
+    // team-atlas (the SPEC's Tenant, from the operator's tests).
+    let pid = std::process::id();
+    let (atlas, borealis) = (format!("acc-atlas-{pid}"), format!("acc-borealis-{pid}"));
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/terraform");
     for file in std::fs::read_dir(&example).unwrap() {
         let path = file.unwrap().path();
         if path.extension().is_some_and(|e| e == "tf") {
-            std::fs::copy(&path, ws.dir.join(path.file_name().unwrap())).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text
+                .replace("\"team-atlas\"", &format!("\"{atlas}\""))
+                .replace("\"team-borealis\"", &format!("\"{borealis}\""));
+            std::fs::write(ws.dir.join(path.file_name().unwrap()), text).unwrap();
         }
     }
+    let main_tf = std::fs::read_to_string(ws.dir.join("main.tf")).unwrap();
+    assert!(main_tf.contains(&atlas) && main_tf.contains(&borealis));
     let api = tenants().await;
     let kubeconfig = format!("kubeconfig={}", std::env::var("KUBECONFIG").unwrap());
     ws.ok(&["apply", "-auto-approve", "-var", &kubeconfig]);
-    for name in ["team-atlas", "team-borealis"] {
+    for name in [&atlas, &borealis] {
         assert!(api.get(name).await.unwrap().is_ready(), "{name} is Ready");
     }
     assert_eq!(
         ws.outputs()["namespaces"],
-        serde_json::json!([
-            names::namespace("team-atlas"),
-            names::namespace("team-borealis")
-        ])
+        serde_json::json!([names::namespace(&atlas), names::namespace(&borealis)])
     );
 
     ws.ok(&["destroy", "-auto-approve", "-var", &kubeconfig]);
-    for name in ["team-atlas", "team-borealis"] {
+    for name in [&atlas, &borealis] {
         assert!(api.get_opt(name).await.unwrap().is_none(), "{name} is gone");
     }
-    wait_namespace_gone(&names::namespace("team-atlas")).await;
-    let orphaned = names::namespace("team-borealis");
+    wait_namespace_gone(&names::namespace(&atlas)).await;
+    let orphaned = names::namespace(&borealis);
     assert!(
         namespace_exists(&orphaned).await,
         "deletion_policy = \"Orphan\" keeps the namespace"
