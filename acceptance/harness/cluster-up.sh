@@ -198,11 +198,9 @@ if [ ${#manifests[@]} -gt 0 ]; then
   # 503 ("Resource kind ... not found") until the API server has the CRD's schema for field
   # management and admission. Ready means a Tenant can be created: try one (server-side dry run).
   if "$K" get crd tenants.kubespaces.io >/dev/null 2>&1; then
-    for _ in $(seq 1 60); do
-      "$K" create --dry-run=server -f "$REPO_ROOT/examples/tenant.yaml" >/dev/null 2>&1 && break
-      sleep 0.5
-    done
-    "$K" create --dry-run=server -f "$REPO_ROOT/examples/tenant.yaml" >/dev/null \
+    tenant_creatable() { "$K" create --dry-run=server -f "$REPO_ROOT/examples/tenant.yaml" >/dev/null; }
+    # After a time-out, one more try shows the API server's refusal.
+    wait_for "Tenants to be creatable" 30 tenant_creatable || tenant_creatable \
       || fail "Tenants cannot be created 30 s after the CRD was Established"
   fi
   log "manifests applied after $(elapsed)"

@@ -103,7 +103,7 @@ pid_alive() {
   echo "$pid"
 }
 
-# The executable name recorded for each component name (they are the same today; kept explicit).
+# The executable name behind each component name.
 exe_name_for() {
   case "$1" in
     operator) echo kubespaces-operator ;;
@@ -124,7 +124,6 @@ start_bg() {
   local pid=$!
   echo "$pid" >"$state/run/$name.pid"
   # Wait until setsid has exec'd the real binary so the recorded start time and exe name are final.
-
   for _ in $(seq 50); do
     [ "$(proc_exe_name "$pid")" = "$(exe_name_for "$name")" ] && break
     proc_running "$pid" || break

@@ -63,29 +63,19 @@ log "starting $OP_BIN run --metrics-addr $ADDR $*"
 # KUBECONFIG is passed explicitly so the operator never falls back to ~/.kube/config; RUST_LOG passes through.
 start_bg "$STATE" operator env KUBECONFIG="$KUBECONFIG" \
   "$OP_BIN" run --metrics-addr "$ADDR" "$@"
-# start_bg waited for `env` to exec the operator; check it is ours now.
-pid_alive "$STATE" operator >/dev/null || {
-  tail -n 40 "$STATE/logs/operator.log" >&3
-  die "operator exited immediately (log: $STATE/logs/operator.log)"
-}
-
+show_log() { tail -n 40 "$STATE/logs/operator.log" >&3; }
+# Runs inside wait_for, in this shell: an operator that died ends the script at once.
 ready() {
-  pid_alive "$STATE" operator >/dev/null || return 2
+  pid_alive "$STATE" operator >/dev/null || {
+    show_log
+    rm -f "$STATE/run/operator.pid" "$STATE/run/operator.start"
+    die "operator exited during start-up (log: $STATE/logs/operator.log)"
+  }
   curl -fs -o /dev/null "http://$ADDR/readyz"
 }
 T0=$SECONDS
-for _ in $(seq 240); do
-  rc=0; ready || rc=$?
-  [ "$rc" -eq 0 ] && break
-  if [ "$rc" -eq 2 ]; then
-    tail -n 40 "$STATE/logs/operator.log" >&3
-    rm -f "$STATE/run/operator.pid" "$STATE/run/operator.start"
-    die "operator exited during start-up (log: $STATE/logs/operator.log)"
-  fi
-  sleep 0.25
-done
-if [ "$rc" -ne 0 ]; then
-  tail -n 40 "$STATE/logs/operator.log" >&3
+if ! wait_for "the operator's /readyz" 60 ready; then
+  show_log
   stop
   die "operator did not answer http://$ADDR/readyz with 200 within 60 s"
 fi

@@ -17,7 +17,7 @@ use kubespaces_operator::api::Tenant;
 /// Environment the harness hands the tests (see `acceptance/harness/run-tests.sh`).
 pub struct Env {
     pub kubectl: String,
-    pub operator_bin: Option<String>,
+    operator_bin: Option<String>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -47,6 +47,13 @@ impl Env {
 
     pub async fn tenants(&self) -> Api<Tenant> {
         Api::all(self.client().await)
+    }
+
+    /// The operator binary, for tests that start an operator of their own.
+    pub fn operator_bin(&self) -> &str {
+        self.operator_bin
+            .as_deref()
+            .expect("KUBESPACES_OPERATOR_BIN (set by the harness)")
     }
 
     /// Runs kubectl with `args`, feeding `stdin` when given.
@@ -79,6 +86,18 @@ impl Env {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+
+    /// `kubectl apply -f -` of `manifest`, failing the test if kubectl does.
+    pub fn apply(&self, manifest: &str) -> String {
+        self.kubectl_ok(&["apply", "-f", "-"], Some(manifest))
+    }
+}
+
+/// A Tenant manifest with `spec_body` (indented YAML) as its spec.
+pub fn tenant_manifest(name: &str, spec_body: &str) -> String {
+    format!(
+        "apiVersion: kubespaces.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec_body}"
+    )
 }
 
 /// A Tenant manifest as a user would write it.
@@ -92,8 +111,11 @@ pub fn tenant_yaml(
     let storage = storage
         .map(|s| format!("\n    storage: {s}"))
         .unwrap_or_default();
-    format!(
-        "apiVersion: kubespaces.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  owner: {owner}\n  resources:\n    cpu: \"{cpu}\"\n    memory: {memory}{storage}\n"
+    tenant_manifest(
+        name,
+        &format!(
+            "  owner: {owner}\n  resources:\n    cpu: \"{cpu}\"\n    memory: {memory}{storage}\n"
+        ),
     )
 }
 

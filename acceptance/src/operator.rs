@@ -7,7 +7,18 @@ use std::{
     time::Duration,
 };
 
+use kubespaces_operator::api::{Tenant, TenantSpec};
+
+use crate::wait_for;
+
 pub const SHARD_LABEL: &str = "kubespaces.io/test-operator";
+
+/// A Tenant for the operator of `shard` only.
+pub fn sharded_tenant(name: &str, spec: TenantSpec, shard: &str) -> Tenant {
+    let mut t = Tenant::new(name, spec);
+    t.metadata.labels = Some([(SHARD_LABEL.to_owned(), shard.to_owned())].into());
+    t
+}
 
 pub struct OperatorProcess {
     child: Child,
@@ -54,21 +65,14 @@ impl OperatorProcess {
 
     async fn wait_ready(&self) {
         let url = format!("{}/readyz", self.metrics_url);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        loop {
-            if http_get(&url)
+        let what = format!("the operator to be ready (log: {})", self.log.display());
+        wait_for(&what, Duration::from_secs(120), || async {
+            http_get(&url)
                 .await
                 .is_some_and(|(status, _)| status == 200)
-            {
-                return;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "operator did not become ready; log: {}",
-                self.log.display()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+                .then_some(())
+        })
+        .await
     }
 
     /// SIGKILL: no graceful shutdown, as when a node dies.
@@ -170,26 +174,28 @@ pub async fn http_get(url: &str) -> Option<(u16, String)> {
     Some((status, body))
 }
 
-/// Sum of a Prometheus counter family (all label values) in a metrics text.
-pub fn metric_sum(metrics: &str, name: &str) -> f64 {
+/// The samples of a Prometheus metric family in a metrics text: (line, value).
+fn samples<'a>(metrics: &'a str, name: &'a str) -> impl Iterator<Item = (&'a str, f64)> {
     metrics
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        .filter(move |l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| Some((l, l.rsplit(' ').next()?.parse::<f64>().ok()?)))
+}
+
+/// Sum of a Prometheus counter family (all label values) in a metrics text.
+pub fn metric_sum(metrics: &str, name: &str) -> f64 {
+    samples(metrics, name).map(|(_, v)| v).sum()
 }
 
 /// Sum of a counter family for the label values given (e.g. verbs).
 pub fn metric_sum_where(metrics: &str, name: &str, label: &str, values: &[&str]) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| {
-            l.starts_with(name)
-                && values
-                    .iter()
-                    .any(|v| l.contains(&format!("{label}=\"{v}\"")))
+    samples(metrics, name)
+        .filter(|(l, _)| {
+            values
+                .iter()
+                .any(|v| l.contains(&format!("{label}=\"{v}\"")))
         })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|(_, v)| v)
         .sum()
 }

@@ -6,27 +6,15 @@ use std::time::Duration;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, SHARD_LABEL},
+    operator::{OperatorProcess, sharded_tenant},
     wait_gone, wait_ready,
 };
-use kubespaces_operator::{
-    api::{Tenant, TenantSpec},
-    names,
-};
+use kubespaces_operator::api::{Tenant, TenantSpec};
 use serde_json::json;
 
 fn tenant(name: &str, shard: &str) -> Tenant {
-    let mut t = Tenant::new(name, TenantSpec::new("heidi@example.com", "1", "1Gi", None));
-    t.metadata.labels = Some([(SHARD_LABEL.to_owned(), shard.to_owned())].into());
-    t
-}
-
-fn has_finalizer(t: &Tenant) -> bool {
-    t.metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == names::FINALIZER)
+    let spec = TenantSpec::new("heidi@example.com", "1", "1Gi", None);
+    sharded_tenant(name, spec, shard)
 }
 
 #[tokio::test]
@@ -39,7 +27,7 @@ async fn the_finalizer_is_set_at_admission_and_added_by_the_operator_if_missing(
         .await
         .expect("create");
     assert!(
-        has_finalizer(&created),
+        created.has_teardown_finalizer(),
         "finalizer set at admission: {:?}",
         created.metadata.finalizers
     );
@@ -55,13 +43,9 @@ async fn the_finalizer_is_set_at_admission_and_added_by_the_operator_if_missing(
         )
         .await
         .expect("strip finalizer");
-    let bin = env
-        .operator_bin
-        .clone()
-        .expect("KUBESPACES_OPERATOR_BIN (set by the harness)");
-    let _operator = OperatorProcess::start(&bin, "fallback").await;
+    let _operator = OperatorProcess::start(env.operator_bin(), "fallback").await;
     let ready = wait_ready(&tenants, "fin-admission", Duration::from_secs(60)).await;
-    assert!(has_finalizer(&ready));
+    assert!(ready.has_teardown_finalizer());
 
     tenants
         .delete("fin-admission", &DeleteParams::default())

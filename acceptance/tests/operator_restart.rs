@@ -14,7 +14,7 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, SHARD_LABEL, metric_sum},
+    operator::{OperatorProcess, SHARD_LABEL, metric_sum, sharded_tenant},
     wait_gone, wait_ready,
 };
 use kubespaces_operator::{
@@ -25,13 +25,13 @@ use kubespaces_operator::{
 const SHARD: &str = "restart";
 const COUNT: usize = 20;
 
+fn name(i: usize) -> String {
+    format!("restart-{i:02}")
+}
+
 fn tenant(i: usize) -> Tenant {
-    let mut t = Tenant::new(
-        &format!("restart-{i:02}"),
-        TenantSpec::new(format!("user{i}@example.com"), "1", "1Gi", None),
-    );
-    t.metadata.labels = Some([(SHARD_LABEL.to_owned(), SHARD.to_owned())].into());
-    t
+    let spec = TenantSpec::new(format!("user{i}@example.com"), "1", "1Gi", None);
+    sharded_tenant(&name(i), spec, SHARD)
 }
 
 async fn count<K>(client: &Client, ns: &str, tenant: &str) -> usize
@@ -52,13 +52,9 @@ where
 #[tokio::test]
 async fn a_killed_operator_picks_up_where_it_left_off() {
     let env = Env::get();
-    let bin = env
-        .operator_bin
-        .clone()
-        .expect("KUBESPACES_OPERATOR_BIN (set by the harness)");
     let client = env.client().await;
     let tenants: Api<Tenant> = Api::all(client.clone());
-    let mut operator = OperatorProcess::start(&bin, SHARD).await;
+    let mut operator = OperatorProcess::start(env.operator_bin(), SHARD).await;
 
     for i in 0..COUNT {
         tenants
@@ -94,44 +90,37 @@ async fn a_killed_operator_picks_up_where_it_left_off() {
 
     operator.restart().await;
     for i in 0..COUNT {
-        wait_ready(
-            &tenants,
-            &format!("restart-{i:02}"),
-            Duration::from_secs(120),
-        )
-        .await;
+        wait_ready(&tenants, &name(i), Duration::from_secs(120)).await;
     }
 
     // Exactly one of everything, per tenant; one finalizer each.
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for i in 0..COUNT {
-        let name = format!("restart-{i:02}");
+        let name = name(i);
         let ns = names::namespace(&name);
         let labelled = namespaces
             .list(&ListParams::default().labels(&format!("{}={name}", names::TENANT_LABEL)))
             .await
             .unwrap();
         assert_eq!(labelled.items.len(), 1, "{name}: one namespace");
-        assert_eq!(
-            count::<ResourceQuota>(&client, &ns, &name).await,
-            1,
-            "{name}: one quota"
-        );
-        assert_eq!(
-            count::<LimitRange>(&client, &ns, &name).await,
-            1,
-            "{name}: one limit range"
-        );
-        assert_eq!(
-            count::<RoleBinding>(&client, &ns, &name).await,
-            1,
-            "{name}: one role binding"
-        );
-        assert_eq!(
-            count::<NetworkPolicy>(&client, &ns, &name).await,
-            1,
-            "{name}: one network policy"
-        );
+        let counts = [
+            ("quota", count::<ResourceQuota>(&client, &ns, &name).await),
+            (
+                "limit range",
+                count::<LimitRange>(&client, &ns, &name).await,
+            ),
+            (
+                "role binding",
+                count::<RoleBinding>(&client, &ns, &name).await,
+            ),
+            (
+                "network policy",
+                count::<NetworkPolicy>(&client, &ns, &name).await,
+            ),
+        ];
+        for (what, n) in counts {
+            assert_eq!(n, 1, "{name}: one {what}");
+        }
         let t = tenants.get(&name).await.unwrap();
         let finalizers = t.metadata.finalizers.unwrap_or_default();
         assert_eq!(
@@ -143,12 +132,12 @@ async fn a_killed_operator_picks_up_where_it_left_off() {
 
     for i in 0..COUNT {
         tenants
-            .delete(&format!("restart-{i:02}"), &DeleteParams::default())
+            .delete(&name(i), &DeleteParams::default())
             .await
             .expect("delete");
     }
     for i in 0..COUNT {
-        let name = format!("restart-{i:02}");
+        let name = name(i);
         wait_gone(&tenants, &name, Duration::from_secs(120)).await;
         assert!(
             namespaces

@@ -35,7 +35,7 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     ))
     .expect("examples/tenant.yaml");
     assert!(manifest.contains("name: team-atlas"));
-    env.kubectl_ok(&["apply", "-f", "-"], Some(&manifest));
+    env.apply(&manifest);
     let tenant = wait_ready(&tenants, "team-atlas", READY_TIMEOUT).await;
 
     // Status: the phase, the namespace, Ready and Synced present, Reconciling gone.
@@ -61,14 +61,7 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     );
     assert!(tenant.condition(conditions::RECONCILING).is_none());
     assert!(tenant.condition(conditions::STALLED).is_none());
-    assert!(
-        tenant
-            .metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .any(|f| f == names::FINALIZER)
-    );
+    assert!(tenant.has_teardown_finalizer());
 
     // kubectl get tenants shows the columns users read.
     let table = env.kubectl_ok(&["get", "tenants"], None);
@@ -187,26 +180,20 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
 async fn the_owner_can_work_in_their_namespace_and_nowhere_else() {
     let env = Env::get();
     let tenants = env.tenants().await;
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "rbac-alice",
-            "alice@example.com",
-            "2",
-            "2Gi",
-            None,
-        )),
-    );
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "rbac-bob",
-            "bob@example.com",
-            "2",
-            "2Gi",
-            None,
-        )),
-    );
+    env.apply(&tenant_yaml(
+        "rbac-alice",
+        "alice@example.com",
+        "2",
+        "2Gi",
+        None,
+    ));
+    env.apply(&tenant_yaml(
+        "rbac-bob",
+        "bob@example.com",
+        "2",
+        "2Gi",
+        None,
+    ));
     wait_ready(&tenants, "rbac-alice", READY_TIMEOUT).await;
     wait_ready(&tenants, "rbac-bob", READY_TIMEOUT).await;
     let (mine, theirs) = ("kubespaces-tenant-rbac-alice", "kubespaces-tenant-rbac-bob");
@@ -271,45 +258,34 @@ async fn updates_reach_the_quota_and_drift_is_undone() {
     let env = Env::get();
     let tenants = env.tenants().await;
     let client = env.client().await;
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "drift",
-            "carol@example.com",
-            "8",
-            "16Gi",
-            Some("50Gi"),
-        )),
-    );
+    env.apply(&tenant_yaml(
+        "drift",
+        "carol@example.com",
+        "8",
+        "16Gi",
+        Some("50Gi"),
+    ));
     let before = wait_ready(&tenants, "drift", READY_TIMEOUT).await;
     let ns = "kubespaces-tenant-drift";
     let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
 
     // cpu 8 -> 12: the quota follows and Ready is reported for the new generation.
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "drift",
-            "carol@example.com",
-            "12",
-            "16Gi",
-            Some("50Gi"),
-        )),
-    );
+    env.apply(&tenant_yaml(
+        "drift",
+        "carol@example.com",
+        "12",
+        "16Gi",
+        Some("50Gi"),
+    ));
     let after = wait_ready(&tenants, "drift", READY_TIMEOUT).await;
     assert!(after.metadata.generation > before.metadata.generation);
     assert_eq!(
         after.status.as_ref().and_then(|s| s.observed_generation),
         after.metadata.generation
     );
-    assert_eq!(
-        hard(&quotas.get(names::QUOTA).await.unwrap(), "requests.cpu"),
-        "12"
-    );
-    assert_eq!(
-        hard(&quotas.get(names::QUOTA).await.unwrap(), "limits.cpu"),
-        "12"
-    );
+    let quota = quotas.get(names::QUOTA).await.unwrap();
+    assert_eq!(hard(&quota, "requests.cpu"), "12");
+    assert_eq!(hard(&quota, "limits.cpu"), "12");
 
     // Someone raises the quota by hand: it is set back.
     let raise = json!({"spec": {"hard": {"requests.cpu": "99"}}});
@@ -372,13 +348,10 @@ async fn deletion_tears_everything_down_unless_told_to_orphan() {
     let env = Env::get();
     let tenants = env.tenants().await;
     let namespaces: Api<Namespace> = Api::all(env.client().await);
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml("doomed", "dave@example.com", "1", "1Gi", None)),
-    );
+    env.apply(&tenant_yaml("doomed", "dave@example.com", "1", "1Gi", None));
     let orphan_yaml = tenant_yaml("kept", "erin@example.com", "1", "1Gi", None)
         .replace("spec:\n", "spec:\n  deletionPolicy: Orphan\n");
-    env.kubectl_ok(&["apply", "-f", "-"], Some(&orphan_yaml));
+    env.apply(&orphan_yaml);
     wait_ready(&tenants, "doomed", READY_TIMEOUT).await;
     wait_ready(&tenants, "kept", READY_TIMEOUT).await;
     // Something running in the tenant namespace when it is deleted.
@@ -435,16 +408,13 @@ async fn a_paused_tenant_is_left_alone_until_resumed() {
     let tenants = env.tenants().await;
     let quotas: Api<ResourceQuota> =
         Api::namespaced(env.client().await, "kubespaces-tenant-paused");
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "paused",
-            "frank@example.com",
-            "2",
-            "2Gi",
-            None,
-        )),
-    );
+    env.apply(&tenant_yaml(
+        "paused",
+        "frank@example.com",
+        "2",
+        "2Gi",
+        None,
+    ));
     wait_ready(&tenants, "paused", READY_TIMEOUT).await;
     env.kubectl_ok(
         &["annotate", "tenant", "paused", "crossplane.io/paused=true"],
@@ -497,16 +467,13 @@ async fn a_namespace_that_belongs_to_someone_else_is_a_permanent_failure() {
         .create(&PostParams::default(), &squatted)
         .await
         .expect("pre-existing namespace");
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "squatter",
-            "grace@example.com",
-            "1",
-            "1Gi",
-            None,
-        )),
-    );
+    env.apply(&tenant_yaml(
+        "squatter",
+        "grace@example.com",
+        "1",
+        "1Gi",
+        None,
+    ));
     let failed: Tenant = wait_for("the tenant to fail", READY_TIMEOUT, || async {
         tenants
             .get("squatter")

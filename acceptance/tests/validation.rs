@@ -1,19 +1,13 @@
 //! Bad input is refused at the earliest door: the API server's admission, with a message that
 //! names the field. Nothing is created by a refused apply.
 
-use kubespaces_acceptance::{Env, tenant_yaml};
+use kubespaces_acceptance::{Env, tenant_manifest as spec, tenant_yaml};
 
 struct Case {
     what: &'static str,
     manifest: String,
     /// Text the error must contain: the field, and usually the fix.
     expect: &'static [&'static str],
-}
-
-fn spec(name: &str, spec_body: &str) -> String {
-    format!(
-        "apiVersion: kubespaces.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec_body}"
-    )
 }
 
 fn cases() -> Vec<Case> {
@@ -192,16 +186,13 @@ async fn the_longest_allowed_name_and_integer_quantities_are_accepted() {
 #[tokio::test]
 async fn an_update_to_an_invalid_value_is_refused_too() {
     let env = Env::get();
-    env.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&tenant_yaml(
-            "update-check",
-            "alice@example.com",
-            "1",
-            "1Gi",
-            None,
-        )),
-    );
+    env.apply(&tenant_yaml(
+        "update-check",
+        "alice@example.com",
+        "1",
+        "1Gi",
+        None,
+    ));
     let out = env.kubectl(
         &[
             "patch",

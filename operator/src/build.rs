@@ -290,10 +290,10 @@ pub fn finalizer_admission_policy() -> (MutatingAdmissionPolicy, MutatingAdmissi
             reinvocation_policy: Some("Never".into()),
             match_constraints: Some(MatchResources {
                 resource_rules: Some(vec![NamedRuleWithOperations {
-                    api_groups: Some(vec!["kubespaces.io".into()]),
+                    api_groups: Some(vec![Tenant::group(&()).into()]),
                     api_versions: Some(vec!["*".into()]),
                     operations: Some(vec!["CREATE".into()]),
-                    resources: Some(vec!["tenants".into()]),
+                    resources: Some(vec![Tenant::plural(&()).into()]),
                     ..NamedRuleWithOperations::default()
                 }]),
                 ..MatchResources::default()

@@ -258,10 +258,20 @@ mod tests {
         HOST_READINESS.iter().map(|t| detail(t, ok)).collect()
     }
 
+    /// The conditions of a tenant that became Ready at generation 1, at time 1.
+    fn became_ready() -> Vec<Condition> {
+        merge(
+            &[],
+            summarize(all_details(true), None, "ok"),
+            Some(1),
+            &time(1),
+        )
+    }
+
     #[test]
     fn phase_follows_the_conditions() {
         let now = time(1);
-        let ready = merge(&[], summarize(all_details(true), None, "ok"), Some(1), &now);
+        let ready = became_ready();
         assert_eq!(phase(&ready, false), Phase::Ready);
         assert_eq!(phase(&ready, true), Phase::Deleting);
 
@@ -303,7 +313,7 @@ mod tests {
             );
             assert!(c.iter().all(|c| c.type_ != STALLED));
         }
-        let ready = merge(&[], summarize(all_details(true), None, "ok"), Some(1), &now);
+        let ready = became_ready();
         assert!(ready.iter().all(|c| c.type_ != RECONCILING));
         let stalled = merge(
             &[],
@@ -371,12 +381,7 @@ mod tests {
 
     #[test]
     fn a_sync_error_keeps_readiness_and_flags_synced() {
-        let ready = merge(
-            &[],
-            summarize(all_details(true), None, "ok"),
-            Some(1),
-            &time(1),
-        );
+        let ready = became_ready();
         let errored = merge(
             &ready,
             with_sync_error(&ready, "KubeApi", "boom"),
@@ -394,12 +399,7 @@ mod tests {
 
     #[test]
     fn carried_over_conditions_do_not_claim_a_newer_generation() {
-        let ready = merge(
-            &[],
-            summarize(all_details(true), None, "ok"),
-            Some(1),
-            &time(1),
-        );
+        let ready = became_ready();
         // The spec changed (generation 2) while paused.
         let paused = merge(&ready, paused(&ready), Some(2), &time(2));
         let r = paused.iter().find(|c| c.type_ == READY).unwrap();
@@ -414,12 +414,7 @@ mod tests {
 
     #[test]
     fn pause_keeps_everything_but_synced() {
-        let ready = merge(
-            &[],
-            summarize(all_details(true), None, "ok"),
-            Some(1),
-            &time(1),
-        );
+        let ready = became_ready();
         let paused = merge(&ready, paused(&ready), Some(1), &time(2));
         assert_eq!(phase(&paused, false), Phase::Ready);
         let synced = paused.iter().find(|c| c.type_ == SYNCED).unwrap();

@@ -130,33 +130,26 @@ pub fn source(config: &Value, env: impl Fn(&str) -> Option<String>) -> Result<So
 /// values are not judged (Terraform validates again once they are known).
 pub fn validate(config: &Value) -> Vec<Diag> {
     let set = |a: &str| !config.get(a).is_null() && !config.get(a).is_unknown();
-    let mut diags = vec![];
-    if set("host") {
-        for a in ["config_path", "config_context"] {
-            if set(a) {
-                diags.push(
-                    Diag::warning(
-                        format!("`{a}` is ignored"),
-                        "`host` is set, so the provider connects to it directly and reads no kubeconfig.",
-                    )
-                    .at(AttrPath::root(a)),
-                );
-            }
-        }
+    let (ignored, summary, detail): (&[&'static str], _, _) = if set("host") {
+        (
+            &["config_path", "config_context"],
+            "is ignored",
+            "`host` is set, so the provider connects to it directly and reads no kubeconfig.",
+        )
     } else if !config.get("host").is_unknown() {
-        for a in ["token", "cluster_ca_certificate", "insecure"] {
-            if set(a) {
-                diags.push(
-                    Diag::warning(
-                        format!("`{a}` is ignored without `host`"),
-                        "Set `host` (or KUBE_HOST) to use it; otherwise the kubeconfig's own credentials are used.",
-                    )
-                    .at(AttrPath::root(a)),
-                );
-            }
-        }
-    }
-    diags
+        (
+            &["token", "cluster_ca_certificate", "insecure"],
+            "is ignored without `host`",
+            "Set `host` (or KUBE_HOST) to use it; otherwise the kubeconfig's own credentials are used.",
+        )
+    } else {
+        return vec![];
+    };
+    ignored
+        .iter()
+        .filter(|a| set(a))
+        .map(|a| Diag::warning(format!("`{a}` {summary}"), detail).at(AttrPath::root(a)))
+        .collect()
 }
 
 /// The in-memory kubeconfig for `host`/`token`/CA, so kube's own TLS and auth handling

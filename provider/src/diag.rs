@@ -87,10 +87,6 @@ pub fn to_proto(diags: &[Diag]) -> Vec<tf::Diagnostic> {
     diags.iter().map(Diag::to_proto).collect()
 }
 
-pub fn has_errors(diags: &[Diag]) -> bool {
-    diags.iter().any(|d| d.error)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

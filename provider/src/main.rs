@@ -34,7 +34,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             "--help" | "-h" => {
-                print!("{}", USAGE.replace("{ADDRESS}", PROVIDER_ADDRESS));
+                print!("{}", usage());
                 return ExitCode::SUCCESS;
             }
             other => return usage_error(&format!("unknown argument {other:?}")),
@@ -72,7 +72,11 @@ fn main() -> ExitCode {
     }
 }
 
+fn usage() -> String {
+    USAGE.replace("{ADDRESS}", PROVIDER_ADDRESS)
+}
+
 fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("{msg}\n\n{}", USAGE.replace("{ADDRESS}", PROVIDER_ADDRESS));
+    eprintln!("{msg}\n\n{}", usage());
     ExitCode::from(2)
 }

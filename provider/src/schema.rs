@@ -39,18 +39,11 @@ impl Attribute {
     }
 }
 
-/// Nesting modes we use. SINGLE is the `timeouts { }` convention of
-/// terraform-plugin-framework: absent is null, not an empty list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Nesting {
-    Single,
-    List,
-}
-
+/// A nested block, always of nesting mode SINGLE: the `timeouts { }` convention of
+/// terraform-plugin-framework (absent is null, not an empty list), and the only one we need.
 #[derive(Debug, Clone)]
 pub struct NestedBlock {
     pub name: &'static str,
-    pub nesting: Nesting,
     pub block: Block,
 }
 
@@ -65,14 +58,7 @@ impl Block {
     /// The object type Terraform uses for values of this block.
     pub fn implied_type(&self) -> Type {
         let attrs = self.attributes.iter().map(|a| (a.name, a.ty.clone()));
-        let blocks = self.blocks.iter().map(|b| {
-            let inner = b.block.implied_type();
-            let ty = match b.nesting {
-                Nesting::Single => inner,
-                Nesting::List => Type::list(inner),
-            };
-            (b.name, ty)
-        });
+        let blocks = self.blocks.iter().map(|b| (b.name, b.block.implied_type()));
         Type::object(attrs.chain(blocks))
     }
 
@@ -117,17 +103,12 @@ fn attribute_to_proto(a: &Attribute) -> tf::schema::Attribute {
 }
 
 fn nested_to_proto(b: &NestedBlock) -> tf::schema::NestedBlock {
-    use tf::schema::nested_block::NestingMode;
-    let (nesting, max_items) = match b.nesting {
-        Nesting::Single => (NestingMode::Single, 0),
-        Nesting::List => (NestingMode::List, 0),
-    };
     tf::schema::NestedBlock {
         type_name: b.name.to_owned(),
         block: Some(b.block.to_proto()),
-        nesting: nesting as i32,
+        nesting: tf::schema::nested_block::NestingMode::Single as i32,
         min_items: 0,
-        max_items,
+        max_items: 0,
     }
 }
 
@@ -144,7 +125,6 @@ mod tests {
             ],
             blocks: vec![NestedBlock {
                 name: "timeouts",
-                nesting: Nesting::Single,
                 block: Block {
                     attributes: vec![Attribute::new("create", Type::String, Mode::Optional, "")],
                     ..Block::default()

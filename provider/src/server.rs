@@ -15,20 +15,12 @@ use crate::value::{self, Type, Value};
 
 type RpcResult<T> = Result<Response<T>, Status>;
 
+#[derive(Default)]
 pub struct KubespacesProvider {
     /// Set by ConfigureProvider: the client, or why there is none.
     client: RwLock<Option<Result<kube::Client, String>>>,
     /// Cancelled by StopProvider (Ctrl-C in Terraform): in-flight waits end early.
     stop: CancellationToken,
-}
-
-impl Default for KubespacesProvider {
-    fn default() -> Self {
-        Self {
-            client: RwLock::new(None),
-            stop: CancellationToken::new(),
-        }
-    }
 }
 
 impl KubespacesProvider {
@@ -48,12 +40,20 @@ impl KubespacesProvider {
     }
 }
 
-fn unknown_type(type_name: &str) -> Status {
-    Status::invalid_argument(format!("unknown resource type {type_name:?}"))
+/// `kubespaces_tenant` is the only resource and data source; any other name is a request that
+/// makes no sense, hence a gRPC error rather than a diagnostic.
+fn check_type(type_name: &str) -> Result<(), Status> {
+    if type_name == ts::TYPE_NAME {
+        Ok(())
+    } else {
+        Err(Status::invalid_argument(format!(
+            "unknown resource type {type_name:?}"
+        )))
+    }
 }
 
 /// Decodes a DynamicValue; an absent one is null, like Terraform's own `decodeDynamicValue`.
-pub(crate) fn decode(dv: Option<&tf::DynamicValue>, ty: &Type) -> Result<Value, Diag> {
+fn decode(dv: Option<&tf::DynamicValue>, ty: &Type) -> Result<Value, Diag> {
     let Some(dv) = dv else { return Ok(Value::Null) };
     let result = if dv.msgpack.is_empty() && !dv.json.is_empty() {
         value::from_json(&dv.json, ty)
@@ -63,7 +63,7 @@ pub(crate) fn decode(dv: Option<&tf::DynamicValue>, ty: &Type) -> Result<Value, 
     result.map_err(|e| Diag::error("Could not decode a value from Terraform", e.to_string()))
 }
 
-pub(crate) fn encode(v: &Value, ty: &Type) -> Result<tf::DynamicValue, Diag> {
+fn encode(v: &Value, ty: &Type) -> Result<tf::DynamicValue, Diag> {
     value::to_msgpack(v, ty)
         .map(|msgpack| tf::DynamicValue {
             msgpack,
@@ -179,9 +179,7 @@ impl Provider for KubespacesProvider {
         request: Request<tf::validate_resource_config::Request>,
     ) -> RpcResult<tf::validate_resource_config::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let diags = match decode(req.config.as_ref(), &ts::RESOURCE_TYPE) {
             Ok(v) => tenant::validate::validate(&v),
             Err(d) => vec![d],
@@ -196,16 +194,9 @@ impl Provider for KubespacesProvider {
         request: Request<tf::validate_data_resource_config::Request>,
     ) -> RpcResult<tf::validate_data_resource_config::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let diags = match decode(req.config.as_ref(), &ts::DATA_SOURCE_TYPE) {
-            Ok(v) => match v.get("name").as_str().map(tenant::rules::tenant_name) {
-                Some(Err(detail)) => {
-                    vec![Diag::error("Invalid name", detail).at(diag::AttrPath::root("name"))]
-                }
-                _ => vec![],
-            },
+            Ok(v) => tenant::validate::validate_data_source(&v),
             Err(d) => vec![d],
         };
         Ok(Response::new(tf::validate_data_resource_config::Response {
@@ -218,9 +209,7 @@ impl Provider for KubespacesProvider {
         request: Request<tf::upgrade_resource_state::Request>,
     ) -> RpcResult<tf::upgrade_resource_state::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         // Version 0 is the only version so far; re-encoding through the current type drops
         // removed attributes and adds new ones as null.
         let json = req
@@ -246,9 +235,7 @@ impl Provider for KubespacesProvider {
         request: Request<tf::plan_resource_change::Request>,
     ) -> RpcResult<tf::plan_resource_change::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let ty = &*ts::RESOURCE_TYPE;
         let decoded = (|| {
             Ok::<_, Diag>((
@@ -287,9 +274,7 @@ impl Provider for KubespacesProvider {
         request: Request<tf::read_resource::Request>,
     ) -> RpcResult<tf::read_resource::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let ty = &*ts::RESOURCE_TYPE;
         // Echo private state, or Terraform clears it.
         let mut response = tf::read_resource::Response {
@@ -297,15 +282,13 @@ impl Provider for KubespacesProvider {
             private: req.private.clone(),
             ..Default::default()
         };
-        let outcome = match (decode(req.current_state.as_ref(), ty), self.store().await) {
-            (Ok(current), Ok(store)) => ops::read(&store, &current).await,
-            (Err(d), _) | (_, Err(d)) => {
-                response.diagnostics = vec![d.to_proto()];
-                return Ok(Response::new(response));
-            }
+        let outcome = async {
+            let current = decode(req.current_state.as_ref(), ty)?;
+            let store = self.store().await?;
+            Ok::<_, Diag>(ops::read(&store, &current).await)
         };
         respond_state(
-            &outcome,
+            outcome.await,
             ty,
             &mut response.new_state,
             &mut response.diagnostics,
@@ -318,39 +301,26 @@ impl Provider for KubespacesProvider {
         request: Request<tf::apply_resource_change::Request>,
     ) -> RpcResult<tf::apply_resource_change::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let ty = &*ts::RESOURCE_TYPE;
         let mut response = tf::apply_resource_change::Response {
             new_state: req.prior_state.clone(),
             private: req.planned_private.clone(),
             ..Default::default()
         };
-        let decoded = (|| {
-            Ok::<_, Diag>((
-                decode(req.prior_state.as_ref(), ty)?,
-                decode(req.planned_state.as_ref(), ty)?,
-            ))
-        })();
-        let ((prior, planned), store) = match (decoded, self.store().await) {
-            (Ok(values), Ok(store)) => (values, store),
-            (Err(d), _) | (_, Err(d)) => {
-                response.diagnostics = vec![d.to_proto()];
-                return Ok(Response::new(response));
-            }
-        };
-        let outcome = match (prior.is_null(), planned.is_null()) {
-            (true, false) => ops::create(&store, &planned, &self.stop).await,
-            (false, false) => ops::update(&store, &prior, &planned, &self.stop).await,
-            (false, true) => ops::delete(&store, &prior, &self.stop).await,
-            (true, true) => ops::Outcome {
-                state: Value::Null,
-                diags: vec![],
-            },
+        let outcome = async {
+            let prior = decode(req.prior_state.as_ref(), ty)?;
+            let planned = decode(req.planned_state.as_ref(), ty)?;
+            let store = self.store().await?;
+            Ok::<_, Diag>(match (prior.is_null(), planned.is_null()) {
+                (true, false) => ops::create(&store, &planned, &self.stop).await,
+                (false, false) => ops::update(&store, &prior, &planned, &self.stop).await,
+                (false, true) => ops::delete(&store, &prior, &self.stop).await,
+                (true, true) => ops::Outcome::ok(Value::Null),
+            })
         };
         respond_state(
-            &outcome,
+            outcome.await,
             ty,
             &mut response.new_state,
             &mut response.diagnostics,
@@ -363,9 +333,7 @@ impl Provider for KubespacesProvider {
         request: Request<tf::import_resource_state::Request>,
     ) -> RpcResult<tf::import_resource_state::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let result = ops::import(&req.id).and_then(|v| encode(&v, &ts::RESOURCE_TYPE));
         let mut response = tf::import_resource_state::Response::default();
         match result {
@@ -388,19 +356,20 @@ impl Provider for KubespacesProvider {
         request: Request<tf::read_data_source::Request>,
     ) -> RpcResult<tf::read_data_source::Response> {
         let req = request.get_ref();
-        if req.type_name != ts::TYPE_NAME {
-            return Err(unknown_type(&req.type_name));
-        }
+        check_type(&req.type_name)?;
         let ty = &*ts::DATA_SOURCE_TYPE;
         let mut response = tf::read_data_source::Response::default();
-        let outcome = match (decode(req.config.as_ref(), ty), self.store().await) {
-            (Ok(config), Ok(store)) => ops::read_data(&store, &config).await,
-            (Err(d), _) | (_, Err(d)) => {
-                response.diagnostics = vec![d.to_proto()];
-                return Ok(Response::new(response));
-            }
+        let outcome = async {
+            let config = decode(req.config.as_ref(), ty)?;
+            let store = self.store().await?;
+            Ok::<_, Diag>(ops::read_data(&store, &config).await)
         };
-        respond_state(&outcome, ty, &mut response.state, &mut response.diagnostics);
+        respond_state(
+            outcome.await,
+            ty,
+            &mut response.state,
+            &mut response.diagnostics,
+        );
         Ok(Response::new(response))
     }
 
@@ -416,17 +385,23 @@ impl Provider for KubespacesProvider {
     }
 }
 
-/// Puts an outcome's state and diagnostics into a response. A state that cannot be encoded
-/// is a provider bug; the previous state is then left in place rather than replaced by null.
+/// Puts an outcome's state and diagnostics into a response. When there is no outcome (the
+/// request could not be decoded, or there is no cluster) or its state cannot be encoded (a
+/// provider bug), the response's state is left as it was rather than replaced by null.
 fn respond_state(
-    outcome: &ops::Outcome,
+    outcome: Result<ops::Outcome, Diag>,
     ty: &Type,
     state: &mut Option<tf::DynamicValue>,
     diagnostics: &mut Vec<tf::Diagnostic>,
 ) {
-    match encode(&outcome.state, ty) {
-        Ok(dv) => *state = Some(dv),
+    match outcome {
+        Ok(outcome) => {
+            match encode(&outcome.state, ty) {
+                Ok(dv) => *state = Some(dv),
+                Err(d) => diagnostics.push(d.to_proto()),
+            }
+            diagnostics.extend(outcome.diags.iter().map(Diag::to_proto));
+        }
         Err(d) => diagnostics.push(d.to_proto()),
     }
-    diagnostics.extend(outcome.diags.iter().map(Diag::to_proto));
 }

@@ -33,10 +33,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use cluster::{
-    HOLD_MESSAGE, NamespaceHold, namespace_exists, namespaces, reconcile_now, tenants, wait_gone,
+    HOLD_MESSAGE, NamespaceHold, WAIT, namespace_exists, namespaces, reconcile_now, tenants,
     wait_namespace_gone,
 };
 use kube::Api;
+use kubespaces_acceptance::wait_gone;
 use kubespaces_operator::{conditions, names};
 use workspace::{Workspace, collapsed};
 

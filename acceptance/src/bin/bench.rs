@@ -21,7 +21,9 @@ use kube::{
     api::PostParams,
     runtime::{WatchStreamExt, watcher},
 };
-use kubespaces_acceptance::operator::{OperatorProcess, SHARD_LABEL, metric_sum, metric_sum_where};
+use kubespaces_acceptance::operator::{
+    OperatorProcess, SHARD_LABEL, metric_sum, metric_sum_where, sharded_tenant,
+};
 use kubespaces_operator::{
     api::{Tenant, TenantSpec},
     build,
@@ -69,12 +71,8 @@ fn run_id() -> String {
 }
 
 fn tenant(name: &str) -> Tenant {
-    let mut t = Tenant::new(
-        name,
-        TenantSpec::new(format!("{name}@example.com"), "2", "4Gi", Some("10Gi")),
-    );
-    t.metadata.labels = Some([(SHARD_LABEL.to_owned(), "bench".to_owned())].into());
-    t
+    let spec = TenantSpec::new(format!("{name}@example.com"), "2", "4Gi", Some("10Gi"));
+    sharded_tenant(name, spec, "bench")
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -90,6 +88,16 @@ struct RunResult {
     p50: Duration,
     p99: Duration,
     requests_per_tenant: f64,
+}
+
+/// How long each name in `done` took from its entry in `started`.
+fn latencies<'a>(
+    started: &HashMap<String, Instant>,
+    done: impl IntoIterator<Item = (&'a String, &'a Instant)>,
+) -> Vec<Duration> {
+    done.into_iter()
+        .filter_map(|(name, at)| Some(at.duration_since(*started.get(name)?)))
+        .collect()
 }
 
 fn summarize(wall: Duration, mut latencies: Vec<Duration>, requests: f64, n: usize) -> RunResult {
@@ -133,7 +141,6 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
     let shard = format!("baseline-{run}");
     let host = HostConfig::default();
     let started: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
-    let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let watch_client = client.clone();
     let shard_for_watch = shard.clone();
     let done = tokio::spawn(async move {
@@ -159,7 +166,6 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
             let client = client.clone();
             let host = host.clone();
             let started = started.clone();
-            let requests = requests.clone();
             let shard = shard.clone();
             async move {
                 let name = format!("b{run}-{i:04}");
@@ -187,7 +193,6 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
                     &shard,
                 )
                 .await?;
-                requests.fetch_add(5, std::sync::atomic::Ordering::Relaxed);
                 Ok::<_, anyhow::Error>(())
             }
         })
@@ -198,18 +203,11 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
         .await
         .context("baseline: quotas not computed in 10 min")??;
     let wall = t0.elapsed();
-    let started = started.lock().await;
-    let latencies = seen
-        .iter()
-        .filter_map(|(ns, at)| Some(at.duration_since(*started.get(ns)?)))
-        .collect();
-    // One watch request for the whole run.
-    Ok(summarize(
-        wall,
-        latencies,
-        requests.load(std::sync::atomic::Ordering::Relaxed) as f64 + 1.0,
-        n,
-    ))
+    let latencies = latencies(&*started.lock().await, &seen);
+    // Five creates per tenant (every one succeeded, or we returned above), and one watch
+    // request for the whole run.
+    let requests = 5 * n + 1;
+    Ok(summarize(wall, latencies, requests as f64, n))
 }
 
 /// Creates tenants `from..to` and waits until all are Ready; returns per-tenant latencies.
@@ -264,17 +262,29 @@ async fn provision(
         .await
         .context("tenants not Ready within 15 min")??;
     let wall = t0.elapsed();
-    let started = started.lock().await;
-    Ok((
-        wall,
-        ready
-            .iter()
-            .filter_map(|(name, at)| Some(at.duration_since(*started.get(name)?)))
-            .collect(),
-    ))
+    Ok((wall, latencies(&*started.lock().await, &ready)))
 }
 
+const API_REQUESTS: &str = "kubespaces_kube_api_requests_total";
 const WRITE_VERBS: [&str; 4] = ["POST", "PUT", "PATCH", "DELETE"];
+
+/// What the operator has done so far, read from one metrics text so the figures agree.
+struct Activity {
+    writes: f64,
+    reads: f64,
+    reconciles: f64,
+}
+
+impl Activity {
+    fn of(metrics: &str) -> Activity {
+        let writes = metric_sum_where(metrics, API_REQUESTS, "verb", &WRITE_VERBS);
+        Activity {
+            writes,
+            reads: metric_sum(metrics, API_REQUESTS) - writes,
+            reconciles: metric_sum(metrics, "kubespaces_reconcile_total"),
+        }
+    }
+}
 
 #[tokio::main]
 async fn main() -> Result<()> {
@@ -315,15 +325,9 @@ async fn main() -> Result<()> {
         ],
     )
     .await;
-    let before = metric_sum(
-        &operator.metrics().await,
-        "kubespaces_kube_api_requests_total",
-    );
+    let before = metric_sum(&operator.metrics().await, API_REQUESTS);
     let (wall, latencies) = provision(&client, &run, 0, n, args.concurrency).await?;
-    let after = metric_sum(
-        &operator.metrics().await,
-        "kubespaces_kube_api_requests_total",
-    );
+    let after = metric_sum(&operator.metrics().await, API_REQUESTS);
     let op = summarize(wall, latencies, after - before, n);
     let rss_n = operator.peak_rss_kib().unwrap_or(0);
 
@@ -349,30 +353,12 @@ async fn main() -> Result<()> {
     if args.idle_tenants > n {
         println!("\nidle: growing to {} tenants ...", args.idle_tenants);
         provision(&client, &run, n, args.idle_tenants, args.concurrency).await?;
-        let writes_before = metric_sum_where(
-            &operator.metrics().await,
-            "kubespaces_kube_api_requests_total",
-            "verb",
-            &WRITE_VERBS,
-        );
-        let reads_before = metric_sum(
-            &operator.metrics().await,
-            "kubespaces_kube_api_requests_total",
-        ) - writes_before;
-        let reconciles_before = metric_sum(&operator.metrics().await, "kubespaces_reconcile_total");
+        let before = Activity::of(&operator.metrics().await);
         tokio::time::sleep(Duration::from_secs(args.idle_seconds)).await;
-        let metrics = operator.metrics().await;
-        let writes = metric_sum_where(
-            &metrics,
-            "kubespaces_kube_api_requests_total",
-            "verb",
-            &WRITE_VERBS,
-        ) - writes_before;
-        let reads = metric_sum(&metrics, "kubespaces_kube_api_requests_total")
-            - writes
-            - writes_before
-            - reads_before;
-        let reconciles = metric_sum(&metrics, "kubespaces_reconcile_total") - reconciles_before;
+        let after = Activity::of(&operator.metrics().await);
+        let writes = after.writes - before.writes;
+        let reads = after.reads - before.reads;
+        let reconciles = after.reconciles - before.reconciles;
         let rss = operator.peak_rss_kib().unwrap_or(0);
         println!(
             "  operator peak RSS with {} tenants: {:.1} MiB (target <= 64 MiB)",

@@ -149,7 +149,7 @@ pub struct QuotaStatus {
 }
 
 impl TenantSpec {
-    /// A spec with the given owner and budget (tests, the provider and the CLI build on this).
+    /// A spec with the given owner and budget, and the default deletion policy.
     pub fn new(owner: impl Into<String>, cpu: &str, memory: &str, storage: Option<&str>) -> Self {
         TenantSpec {
             owner: owner.into(),
@@ -189,6 +189,15 @@ impl Tenant {
     /// The phase shown in the PHASE column.
     pub fn phase(&self) -> Option<&str> {
         self.status.as_ref().and_then(|s| s.phase.as_deref())
+    }
+
+    /// True when the teardown finalizer ([`names::FINALIZER`]) holds the object.
+    pub fn has_teardown_finalizer(&self) -> bool {
+        self.metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == names::FINALIZER)
     }
 }
 

@@ -40,10 +40,10 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     // The cache holds only namespaces with the tenant label, so a namespace of the same name
     // that is not ours is invisible to it. When we know of no namespace, create (not apply)
     // it: if it exists after all, read it and check whose it is before touching it.
-    let mut namespace = Known::of(&name, cached.namespace, ctx)?;
+    let mut namespace = Known::of(&name, cached.namespace, ctx);
     if namespace.object.is_none() {
         namespace.object = match namespaces.create(&create_params(), &desired_ns).await {
-            Ok(created) => Some(namespace.wrote(created, ctx)?),
+            Ok(created) => Some(namespace.wrote(created, ctx)),
             Err(kube::Error::Api(s)) if s.code == 409 => namespaces.get_opt(&ns).await?,
             Err(e) => return Err(e.into()),
         };
@@ -88,25 +88,25 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             apply(
                 &quotas,
                 build::quota(tenant),
-                Known::of(&name, cached.quota, ctx)?,
+                Known::of(&name, cached.quota, ctx),
                 ctx
             ),
             apply(
                 &limit_ranges,
                 build::limit_range(tenant, &ctx.host),
-                Known::of(&name, cached.limit_range, ctx)?,
+                Known::of(&name, cached.limit_range, ctx),
                 ctx
             ),
             apply(
                 &bindings,
                 build::owner_binding(tenant),
-                Known::of(&name, cached.owner_binding, ctx)?,
+                Known::of(&name, cached.owner_binding, ctx),
                 ctx
             ),
             apply(
                 &policies,
                 build::network_policy(tenant),
-                Known::of(&name, cached.network_policy, ctx)?,
+                Known::of(&name, cached.network_policy, ctx),
                 ctx
             ),
         )?;
@@ -162,13 +162,6 @@ fn encode<K: Serialize>(o: &K) -> Result<serde_json::Value> {
     })
 }
 
-fn decode<K: DeserializeOwned>(value: serde_json::Value) -> Result<K> {
-    serde_json::from_value(value).map_err(|source| Error::Encoding {
-        kind: "host object",
-        source,
-    })
-}
-
 /// What we know of one host object: the cached one, or our own write if the cache has not
 /// caught up with it yet (see [`super::recent`]).
 struct Known<K> {
@@ -178,30 +171,26 @@ struct Known<K> {
 
 impl<K> Known<K>
 where
-    K: Resource + Serialize + DeserializeOwned,
+    K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Default,
 {
     /// The cached object, or our newer write. A tenant has one object of each kind, so the
     /// tenant and the kind make the key.
-    fn of(tenant: &str, cached: Option<K>, ctx: &Context) -> Result<Self> {
+    fn of(tenant: &str, cached: Option<K>, ctx: &Context) -> Self {
         let key = format!("{tenant}/{}", K::kind(&K::DynamicType::default()));
         let seen = cached.as_ref().and_then(|o| o.resource_version());
-        let cached = cached.as_ref().map(encode).transpose()?;
-        let object = match ctx.recent.current(&key, seen.as_deref(), cached) {
-            Some(value) => Some(decode(value)?),
-            None => None,
-        };
-        Ok(Known { key, object })
+        let object = ctx.recent.current(&key, seen.as_deref(), cached);
+        Known { key, object }
     }
 
     /// Records an object we just wrote and returns it.
-    fn wrote(&self, written: K, ctx: &Context) -> Result<K> {
+    fn wrote(&self, written: K, ctx: &Context) -> K {
         ctx.recent.record(
             self.key.clone(),
             written.resource_version(),
-            encode(&written)?,
+            written.clone(),
         );
-        Ok(written)
+        written
     }
 }
 
@@ -209,7 +198,7 @@ where
 /// returns what is now on the host.
 async fn apply<K>(api: &Api<K>, desired: K, known: Known<K>, ctx: &Context) -> Result<Option<K>>
 where
-    K: Resource + Serialize + DeserializeOwned + Clone + Debug,
+    K: Resource + Serialize + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
     K::DynamicType: Default,
 {
     let current = known.object.as_ref().map(encode).transpose()?;
@@ -223,7 +212,7 @@ where
         // it exists after all, apply it.
         debug!(%kind, %name, "creating");
         match api.create(&create_params(), &desired).await {
-            Ok(created) => return known.wrote(created, ctx).map(Some),
+            Ok(created) => return Ok(Some(known.wrote(created, ctx))),
             Err(kube::Error::Api(s)) if s.code == 409 => {}
             Err(e) => return Err(e.into()),
         }
@@ -231,5 +220,5 @@ where
     debug!(%kind, %name, "applying");
     let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
     let applied = api.patch(&name, &params, &Patch::Apply(&desired)).await?;
-    known.wrote(applied, ctx).map(Some)
+    Ok(Some(known.wrote(applied, ctx)))
 }

@@ -152,7 +152,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     // because the namespace (which holds everything else) carries an owner reference to the
     // Tenant, and the garbage collector removes it should the Tenant vanish first.
     let finalizer = async {
-        match has_finalizer(tenant) {
+        match tenant.has_teardown_finalizer() {
             true => Ok(()),
             false => add_finalizer(&api, tenant, ctx).await,
         }
@@ -215,17 +215,15 @@ fn status_key(tenant: &Tenant) -> String {
 fn own_view(cached: &Tenant, ctx: &Context) -> Tenant {
     let mut tenant = cached.clone();
     let seen = cached.resource_version();
-    if let Some(value) = ctx
+    if let Some(finalizers) = ctx
         .recent
         .current(&finalizers_key(cached), seen.as_deref(), None)
-        && let Ok(finalizers) = serde_json::from_value(value)
     {
         tenant.metadata.finalizers = Some(finalizers);
     }
-    if let Some(value) = ctx
+    if let Some(status) = ctx
         .recent
         .current(&status_key(cached), seen.as_deref(), None)
-        && let Ok(status) = serde_json::from_value(value)
     {
         tenant.status = Some(status);
     }
@@ -237,10 +235,6 @@ fn is_paused(tenant: &Tenant) -> bool {
         .annotations()
         .get(names::PAUSED_ANNOTATION)
         .is_some_and(|v| v == "true")
-}
-
-fn has_finalizer(tenant: &Tenant) -> bool {
-    tenant.finalizers().iter().any(|f| f == names::FINALIZER)
 }
 
 /// Adds our finalizer, guarded by the resourceVersion we read so that a concurrent change to
@@ -259,7 +253,7 @@ async fn add_finalizer(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Res
     ctx.recent.record(
         finalizers_key(tenant),
         patched.resource_version(),
-        json!(finalizers),
+        finalizers,
     );
     Ok(())
 }

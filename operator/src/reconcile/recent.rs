@@ -9,14 +9,17 @@
 //! integers, and those are compared as such. Where a version is not an integer, a write is
 //! preferred for at most [`TRUST`], and the reconciler looks again by then (see
 //! [`RecentWrites::pending`]).
+//!
+//! Writes are kept as the typed objects they were (a Namespace, a TenantStatus, ...), not as
+//! JSON: the reconciler asks on every pass, and a typed answer needs no encoding of the cached
+//! object nor decoding of ours.
 
 use std::{
+    any::Any,
     collections::HashMap,
     sync::Mutex,
     time::{Duration, Instant},
 };
-
-use serde_json::Value;
 
 /// How long a write of ours is preferred to a cache that has not shown it yet.
 pub const TRUST: Duration = Duration::from_secs(5);
@@ -28,7 +31,7 @@ pub struct RecentWrites {
 
 struct Entry {
     version: Option<String>,
-    written: Value,
+    written: Box<dyn Any + Send + Sync>,
     at: Instant,
 }
 
@@ -49,18 +52,24 @@ impl Entry {
 
 impl RecentWrites {
     /// What we know of an object: `cached` (at `cached_version`), unless we wrote it more
-    /// recently than the cache shows.
-    pub fn current(
+    /// recently than the cache shows. A key holds one type of object; asked for another, the
+    /// cache answers.
+    pub fn current<T: Clone + 'static>(
         &self,
         key: &str,
         cached_version: Option<&str>,
-        cached: Option<Value>,
-    ) -> Option<Value> {
+        cached: Option<T>,
+    ) -> Option<T> {
         let Ok(mut entries) = self.entries.lock() else {
             return cached;
         };
         match entries.get(key) {
-            Some(e) if e.holds() && !e.superseded_by(cached_version) => Some(e.written.clone()),
+            Some(e) if e.holds() && !e.superseded_by(cached_version) => {
+                match e.written.downcast_ref::<T>() {
+                    Some(written) => Some(written.clone()),
+                    None => cached,
+                }
+            }
             Some(_) => {
                 entries.remove(key);
                 cached
@@ -70,13 +79,18 @@ impl RecentWrites {
     }
 
     /// Remembers an object (or part of one) we just wrote, at the version the server returned.
-    pub fn record(&self, key: String, version: Option<String>, written: Value) {
+    pub fn record<T: Send + Sync + 'static>(
+        &self,
+        key: String,
+        version: Option<String>,
+        written: T,
+    ) {
         if let Ok(mut entries) = self.entries.lock() {
             entries.insert(
                 key,
                 Entry {
                     version,
-                    written,
+                    written: Box::new(written),
                     at: Instant::now(),
                 },
             );
@@ -101,7 +115,7 @@ impl RecentWrites {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -172,7 +186,7 @@ mod tests {
         age(&recent, "t/LimitRange");
         assert!(!recent.pending("t/"));
         // e.g. deleted by someone right after we created it
-        assert_eq!(recent.current("t/LimitRange", None, None), None);
+        assert_eq!(recent.current::<Value>("t/LimitRange", None, None), None);
     }
 
     #[test]

@@ -103,13 +103,11 @@ pub async fn write(
         .patch_status(&name, &params, &Patch::Apply(&body))
         .await?;
     // The next reconcile may start before the watch delivers this write: remember it.
-    if let Ok(written) = serde_json::to_value(&new) {
-        ctx.recent.record(
-            super::status_key(tenant),
-            patched.resource_version(),
-            written,
-        );
-    }
+    ctx.recent.record(
+        super::status_key(tenant),
+        patched.resource_version(),
+        new.clone(),
+    );
 
     if now_ready
         && !was_ready

@@ -13,7 +13,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{Context, has_finalizer, observe, remove_finalizer, status};
+use super::{Context, observe, remove_finalizer, status};
 use crate::{
     api::{DeletionPolicy, Tenant},
     conditions,
@@ -24,7 +24,7 @@ use crate::{
 const TEARDOWN_REQUEUE: Duration = Duration::from_secs(2);
 
 pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Action> {
-    if !has_finalizer(tenant) {
+    if !tenant.has_teardown_finalizer() {
         return Ok(Action::await_change());
     }
     let name = tenant.name_any();

@@ -4,6 +4,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kubespaces_operator::api::{DeletionPolicy, Tenant, TenantResources, TenantSpec};
 use kubespaces_operator::{names, quantity};
 
+use super::schema::DEFAULT_WAIT_FOR_READY;
 use crate::value::Value;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -21,7 +22,8 @@ fn required<'a>(v: &'a Value, attr: &'static str) -> Result<&'a str, ModelError>
 /// The Tenant's spec from a planned state (wholly known at apply time).
 pub fn spec_from_state(v: &Value) -> Result<TenantSpec, ModelError> {
     let deletion_policy = match v.get("deletion_policy").as_str() {
-        None | Some("Delete") => DeletionPolicy::Delete,
+        None => DeletionPolicy::default(),
+        Some("Delete") => DeletionPolicy::Delete,
         Some("Orphan") => DeletionPolicy::Orphan,
         Some(other) => return Err(ModelError::DeletionPolicy(other.to_owned())),
     };
@@ -60,7 +62,7 @@ pub fn spec_patch(spec: &TenantSpec) -> serde_json::Value {
     })
 }
 
-fn policy_name(p: DeletionPolicy) -> &'static str {
+pub fn policy_name(p: DeletionPolicy) -> &'static str {
     match p {
         DeletionPolicy::Delete => "Delete",
         DeletionPolicy::Orphan => "Orphan",
@@ -84,10 +86,6 @@ pub fn state_from_tenant(t: &Tenant, kubeconfig: Option<String>, base: &Value) -
     let status = t.status.as_ref();
     let endpoints = status.and_then(|s| s.endpoints.as_ref());
     let r = &t.spec.resources;
-    let wait = match base.get("wait_for_ready") {
-        Value::Bool(b) => Value::Bool(*b),
-        _ => Value::Bool(true),
-    };
     Value::object([
         ("id", Value::string(&name)),
         ("namespace", Value::string(names::namespace(&name))),
@@ -106,7 +104,7 @@ pub fn state_from_tenant(t: &Tenant, kubeconfig: Option<String>, base: &Value) -
             "deletion_policy",
             Value::string(policy_name(t.spec.deletion_policy)),
         ),
-        ("wait_for_ready", wait),
+        ("wait_for_ready", Value::Bool(wait_for_ready(base))),
         (
             "phase",
             Value::opt_string(status.and_then(|s| s.phase.clone())),
@@ -122,6 +120,14 @@ pub fn state_from_tenant(t: &Tenant, kubeconfig: Option<String>, base: &Value) -
         ("kubeconfig", Value::opt_string(kubeconfig)),
         ("timeouts", base.get("timeouts").clone()),
     ])
+}
+
+/// The state's `wait_for_ready`, or the default where it has none (after an import).
+pub fn wait_for_ready(state: &Value) -> bool {
+    state
+        .get("wait_for_ready")
+        .as_bool()
+        .unwrap_or(DEFAULT_WAIT_FOR_READY)
 }
 
 /// `https://*.team-atlas.apps.example.com` → `*.team-atlas.apps.example.com`: a domain is

@@ -10,12 +10,12 @@
 use std::time::Duration;
 
 use kubespaces_operator::api::Tenant;
-use kubespaces_operator::conditions;
+use kubespaces_operator::conditions::{self, Phase};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::model;
-use super::schema::SPEC_ATTRS;
+use super::schema::spec_changed;
 use super::store::{StoreError, TenantStore};
 use crate::diag::{AttrPath, Diag};
 use crate::duration;
@@ -35,6 +35,13 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    pub fn ok(state: Value) -> Self {
+        Self {
+            state,
+            diags: vec![],
+        }
+    }
+
     fn error(state: Value, diag: Diag) -> Self {
         Self {
             state,
@@ -59,7 +66,7 @@ fn api_error(what: &str, name: &str, e: &StoreError) -> Diag {
 }
 
 fn ready_message(t: &Tenant) -> String {
-    let phase = t.phase().unwrap_or("Pending");
+    let phase = t.phase().unwrap_or(Phase::Pending.as_str());
     let ready = match t.condition(conditions::READY) {
         Some(c) if !c.message.is_empty() => {
             format!("phase {phase}, Ready: {} ({})", c.message, c.reason)
@@ -79,7 +86,7 @@ fn ready_message(t: &Tenant) -> String {
 /// Failed at the current generation: the operator's word that waiting will not help.
 fn failed_now(t: &Tenant) -> bool {
     let status = t.status.as_ref();
-    t.phase() == Some("Failed")
+    t.phase() == Some(Phase::Failed.as_str())
         && status.and_then(|s| s.observed_generation) == t.metadata.generation
 }
 
@@ -145,31 +152,57 @@ async fn wait_ready(
     }
 }
 
-/// State for `tenant`, keeping every known planned value (see `model::honour_plan`).
-async fn settle(
+/// The kubeconfig the operator published for `tenant`. Failing to read it is only a warning
+/// (the tenant itself is fine), with `fallback` in its place.
+async fn kubeconfig(
     store: &dyn TenantStore,
     tenant: &Tenant,
-    planned: &Value,
+    fallback: Option<&str>,
     diags: &mut Vec<Diag>,
-) -> Value {
-    let kubeconfig = match store.kubeconfig(tenant).await {
-        Ok(kc) => kc,
-        Err(e) => {
-            diags.push(Diag::warning(
-                "Could not read the tenant kubeconfig",
-                e.to_string(),
-            ));
-            None
-        }
-    };
-    model::honour_plan(
-        planned,
-        model::state_from_tenant(tenant, kubeconfig, planned),
-    )
+) -> Option<String> {
+    store.kubeconfig(tenant).await.unwrap_or_else(|e| {
+        diags.push(Diag::warning(
+            "Could not read the tenant kubeconfig",
+            e.to_string(),
+        ));
+        fallback.map(str::to_owned)
+    })
 }
 
-fn wants_wait(state: &Value) -> bool {
-    state.get("wait_for_ready").as_bool().unwrap_or(true)
+/// After a write: waits for Ready when `wait` gives a timeout, then returns the state, keeping
+/// every known planned value (see `model::honour_plan`). A wait that ends unready returns the
+/// tenant with the error, so Terraform keeps it in state (tainted after a create).
+async fn wait_then_settle(
+    store: &dyn TenantStore,
+    tenant: Tenant,
+    planned: &Value,
+    wait: Option<Duration>,
+    stop: &CancellationToken,
+    gone: Diag,
+) -> Outcome {
+    let mut diags = vec![];
+    let tenant = match wait {
+        None => tenant,
+        Some(timeout) => match wait_ready(store, tenant, timeout, stop).await {
+            Waited::Ready(t) => t,
+            Waited::Gone => return Outcome::error(Value::Null, gone),
+            Waited::NotReady(t, d) => {
+                diags.push(d);
+                t
+            }
+        },
+    };
+    let kubeconfig = kubeconfig(store, &tenant, None, &mut diags).await;
+    let state = model::honour_plan(
+        planned,
+        model::state_from_tenant(&tenant, kubeconfig, planned),
+    );
+    Outcome { state, diags }
+}
+
+/// The tenant a state is about.
+fn name_of(state: &Value) -> String {
+    state.get("name").as_str().unwrap_or_default().to_owned()
 }
 
 pub async fn create(store: &dyn TenantStore, planned: &Value, stop: &CancellationToken) -> Outcome {
@@ -197,28 +230,12 @@ pub async fn create(store: &dyn TenantStore, planned: &Value, stop: &Cancellatio
         Err(e) => return Outcome::error(Value::Null, api_error("create", &name, &e)),
     };
     tracing::info!(tenant = %name, "tenant created");
-    let mut diags = vec![];
-    let tenant = if wants_wait(planned) {
-        match wait_ready(store, created, timeout_of(planned, "create"), stop).await {
-            Waited::Ready(t) => t,
-            Waited::Gone => {
-                let d = Diag::error(
-                    format!("Tenant {name:?} was deleted while being created"),
-                    "Something else deleted it before it became Ready.",
-                );
-                return Outcome::error(Value::Null, d);
-            }
-            // Return the object with the error: Terraform then saves it as tainted.
-            Waited::NotReady(t, d) => {
-                diags.push(d);
-                t
-            }
-        }
-    } else {
-        created
-    };
-    let state = settle(store, &tenant, planned, &mut diags).await;
-    Outcome { state, diags }
+    let wait = model::wait_for_ready(planned).then(|| timeout_of(planned, "create"));
+    let gone = Diag::error(
+        format!("Tenant {name:?} was deleted while being created"),
+        "Something else deleted it before it became Ready.",
+    );
+    wait_then_settle(store, created, planned, wait, stop, gone).await
 }
 
 pub async fn update(
@@ -227,8 +244,8 @@ pub async fn update(
     planned: &Value,
     stop: &CancellationToken,
 ) -> Outcome {
-    let name = planned.get("name").as_str().unwrap_or_default().to_owned();
-    let spec_changed = SPEC_ATTRS.iter().any(|a| planned.get(a) != prior.get(a));
+    let name = name_of(planned);
+    let spec_changed = spec_changed(prior, planned);
     let fetched = if spec_changed {
         let spec = match model::spec_from_state(planned) {
             Ok(s) => s,
@@ -257,30 +274,14 @@ pub async fn update(
         }
         Err(e) => return Outcome::error(prior.clone(), api_error("update", &name, &e)),
     };
-    let mut diags = vec![];
-    let tenant = if spec_changed && wants_wait(planned) {
-        match wait_ready(store, tenant, timeout_of(planned, "update"), stop).await {
-            Waited::Ready(t) => t,
-            Waited::Gone => {
-                return Outcome::error(
-                    Value::Null,
-                    Diag::error(format!("Tenant {name:?} was deleted during the update"), ""),
-                );
-            }
-            Waited::NotReady(t, d) => {
-                diags.push(d);
-                t
-            }
-        }
-    } else {
-        tenant
-    };
-    let state = settle(store, &tenant, planned, &mut diags).await;
-    Outcome { state, diags }
+    let wait =
+        (spec_changed && model::wait_for_ready(planned)).then(|| timeout_of(planned, "update"));
+    let gone = Diag::error(format!("Tenant {name:?} was deleted during the update"), "");
+    wait_then_settle(store, tenant, planned, wait, stop, gone).await
 }
 
 pub async fn delete(store: &dyn TenantStore, prior: &Value, stop: &CancellationToken) -> Outcome {
-    let name = prior.get("name").as_str().unwrap_or_default().to_owned();
+    let name = name_of(prior);
     if let Err(e) = store.delete(&name).await {
         return Outcome::error(prior.clone(), api_error("delete", &name, &e));
     }
@@ -290,10 +291,7 @@ pub async fn delete(store: &dyn TenantStore, prior: &Value, stop: &CancellationT
         let tenant = match store.get(&name).await {
             Ok(None) => {
                 tracing::info!(tenant = %name, "tenant deleted");
-                return Outcome {
-                    state: Value::Null,
-                    diags: vec![],
-                };
+                return Outcome::ok(Value::Null);
             }
             Ok(Some(t)) => Some(t),
             Err(e) => {
@@ -339,23 +337,12 @@ pub async fn read(store: &dyn TenantStore, current: &Value) -> Outcome {
     match store.get(&name).await {
         Ok(None) => {
             tracing::info!(tenant = %name, "tenant no longer exists; removing it from state");
-            Outcome {
-                state: Value::Null,
-                diags: vec![],
-            }
+            Outcome::ok(Value::Null)
         }
         Ok(Some(t)) => {
             let mut diags = vec![];
-            let kubeconfig = match store.kubeconfig(&t).await {
-                Ok(kc) => kc,
-                Err(e) => {
-                    diags.push(Diag::warning(
-                        "Could not read the tenant kubeconfig",
-                        e.to_string(),
-                    ));
-                    current.get("kubeconfig").as_str().map(str::to_owned)
-                }
-            };
+            let known = current.get("kubeconfig").as_str();
+            let kubeconfig = kubeconfig(store, &t, known, &mut diags).await;
             Outcome {
                 state: model::state_from_tenant(&t, kubeconfig, current),
                 diags,
@@ -381,17 +368,11 @@ pub fn import(id: &str) -> Result<Value, Diag> {
 
 /// The data source: an error, not null, when the tenant does not exist.
 pub async fn read_data(store: &dyn TenantStore, config: &Value) -> Outcome {
-    let name = config.get("name").as_str().unwrap_or_default().to_owned();
+    let name = name_of(config);
     match store.get(&name).await {
         Ok(Some(t)) => {
             let mut diags = vec![];
-            let kubeconfig = store.kubeconfig(&t).await.unwrap_or_else(|e| {
-                diags.push(Diag::warning(
-                    "Could not read the tenant kubeconfig",
-                    e.to_string(),
-                ));
-                None
-            });
+            let kubeconfig = kubeconfig(store, &t, None, &mut diags).await;
             Outcome {
                 state: model::data_from_tenant(&t, kubeconfig),
                 diags,

@@ -116,6 +116,19 @@ fn planned(overrides: &[(&str, Value)]) -> Value {
     crate::tenant::fixtures::planned_state(overrides)
 }
 
+/// A store holding `team-atlas` as `create` left it, Ready (the "operator" answers the first
+/// GET), and the state `create` returned.
+async fn created(fake: Fake) -> (FakeStore, Value) {
+    let store = FakeStore::new(Fake {
+        ready_after: Some(1),
+        ..fake
+    });
+    let state = create(&store, &planned(&[]), &CancellationToken::new())
+        .await
+        .state;
+    (store, state)
+}
+
 fn timeouts(op: &str, d: &str) -> (&'static str, Value) {
     (
         "timeouts",
@@ -214,12 +227,7 @@ async fn failed_phase_at_the_current_generation_stops_the_wait() {
 
 #[tokio::test(start_paused = true)]
 async fn update_waits_for_ready_at_the_new_generation_not_the_old_one() {
-    let store = FakeStore::new(Fake {
-        ready_after: Some(1),
-        ..Fake::default()
-    });
-    let stop = CancellationToken::new();
-    let prior = create(&store, &planned(&[]), &stop).await.state;
+    let (store, prior) = created(Fake::default()).await;
     assert_eq!(prior.get("phase"), &Value::string("Ready"));
     // After the patch the object is still Ready at generation 1; the fake reaches
     // generation 2 only on the 4th GET.
@@ -227,7 +235,7 @@ async fn update_waits_for_ready_at_the_new_generation_not_the_old_one() {
     let mut next = prior.clone();
     next.set("cpu", Value::string("16"));
     next.set("phase", Value::Unknown);
-    let out = update(&store, &prior, &next, &stop).await;
+    let out = update(&store, &prior, &next, &CancellationToken::new()).await;
     assert_eq!(out.diags, vec![]);
     assert_eq!(store.gets(), 4);
     assert_eq!(out.state.get("cpu"), &Value::string("16"));
@@ -236,15 +244,10 @@ async fn update_waits_for_ready_at_the_new_generation_not_the_old_one() {
 
 #[tokio::test(start_paused = true)]
 async fn update_of_terraform_only_settings_writes_nothing() {
-    let store = FakeStore::new(Fake {
-        ready_after: Some(1),
-        ..Fake::default()
-    });
-    let stop = CancellationToken::new();
-    let prior = create(&store, &planned(&[]), &stop).await.state;
+    let (store, prior) = created(Fake::default()).await;
     let mut next = prior.clone();
     next.set("timeouts", Value::object([("create", Value::string("1h"))]));
-    let out = update(&store, &prior, &next, &stop).await;
+    let out = update(&store, &prior, &next, &CancellationToken::new()).await;
     assert_eq!(out.diags, vec![]);
     let generation = store
         .0
@@ -259,15 +262,13 @@ async fn update_of_terraform_only_settings_writes_nothing() {
 
 #[tokio::test(start_paused = true)]
 async fn delete_waits_until_the_tenant_is_gone() {
-    let store = FakeStore::new(Fake {
-        ready_after: Some(1),
+    let (store, prior) = created(Fake {
         gone_after: Some(3),
         ..Fake::default()
-    });
-    let stop = CancellationToken::new();
-    let prior = create(&store, &planned(&[]), &stop).await.state;
+    })
+    .await;
     let started = Instant::now();
-    let out = delete(&store, &prior, &stop).await;
+    let out = delete(&store, &prior, &CancellationToken::new()).await;
     assert_eq!(out.diags, vec![]);
     assert!(out.state.is_null());
     assert_eq!(started.elapsed(), POLL_INTERVAL * 2);
@@ -275,14 +276,9 @@ async fn delete_waits_until_the_tenant_is_gone() {
 
 #[tokio::test(start_paused = true)]
 async fn delete_timeout_keeps_the_resource_in_state() {
-    let store = FakeStore::new(Fake {
-        ready_after: Some(1),
-        ..Fake::default()
-    });
-    let stop = CancellationToken::new();
-    let mut prior = create(&store, &planned(&[]), &stop).await.state;
+    let (store, mut prior) = created(Fake::default()).await;
     prior.set("timeouts", Value::object([("delete", Value::string("5s"))]));
-    let out = delete(&store, &prior, &stop).await;
+    let out = delete(&store, &prior, &CancellationToken::new()).await;
     assert!(out.diags[0].summary.contains("Timed out deleting"));
     assert_eq!(out.state, prior);
 }
@@ -297,11 +293,7 @@ async fn read_of_a_tenant_deleted_outside_terraform_is_null() {
 
 #[tokio::test(start_paused = true)]
 async fn import_then_read_fills_everything_in() {
-    let store = FakeStore::new(Fake {
-        ready_after: Some(1),
-        ..Fake::default()
-    });
-    create(&store, &planned(&[]), &CancellationToken::new()).await;
+    let (store, _) = created(Fake::default()).await;
     let stub = import("team-atlas").unwrap();
     let out = read(&store, &stub).await;
     assert_eq!(out.state.get("owner"), &Value::string("alice@example.com"));

@@ -19,9 +19,11 @@
 use crate::diag::AttrPath;
 use crate::value::Value;
 
+use kubespaces_operator::api::DeletionPolicy;
 use kubespaces_operator::{names, quantity};
 
-use super::schema::DEFAULT_DELETION_POLICY;
+use super::model::policy_name;
+use super::schema::{DEFAULT_WAIT_FOR_READY, spec_changed};
 
 #[derive(Debug, PartialEq)]
 pub struct Plan {
@@ -32,11 +34,17 @@ pub struct Plan {
 /// Computed attributes the operator decides; unknown until it has.
 const OPERATOR_DECIDED: [&str; 4] = ["phase", "api_endpoint", "apps_domain", "kubeconfig"];
 
-/// Values that follow from the name alone: known exactly when the name is.
-fn derived_from_name(name: &Value) -> (Value, Value) {
-    match name.as_str() {
+/// The computed values of a tenant yet to be created: `id` and `namespace` follow from the name
+/// alone (known exactly when the name is), the rest is for the operator to decide.
+fn plan_computed_of_new_tenant(planned: &mut Value) {
+    let (id, namespace) = match planned.get("name").as_str() {
         Some(n) => (Value::string(n), Value::string(names::namespace(n))),
         None => (Value::Unknown, Value::Unknown),
+    };
+    planned.set("id", id);
+    planned.set("namespace", namespace);
+    for attr in OPERATOR_DECIDED {
+        planned.set(attr, Value::Unknown);
     }
 }
 
@@ -46,12 +54,7 @@ pub fn plan(prior: &Value, proposed: &Value, config: &Value) -> Plan {
     apply_defaults(&mut planned, config);
 
     if prior.is_null() {
-        let (id, namespace) = derived_from_name(planned.get("name"));
-        planned.set("id", id);
-        planned.set("namespace", namespace);
-        for attr in OPERATOR_DECIDED {
-            planned.set(attr, Value::Unknown);
-        }
+        plan_computed_of_new_tenant(&mut planned);
         return Plan {
             planned,
             requires_replace,
@@ -70,24 +73,13 @@ pub fn plan(prior: &Value, proposed: &Value, config: &Value) -> Plan {
 
     if planned.get("name") != prior.get("name") {
         // Replacement: everything computed belongs to the new tenant.
-        let (id, namespace) = derived_from_name(planned.get("name"));
-        planned.set("id", id);
-        planned.set("namespace", namespace);
-        for attr in OPERATOR_DECIDED {
-            planned.set(attr, Value::Unknown);
-        }
-    } else if super::schema::SPEC_ATTRS
-        .iter()
-        .any(|a| planned.get(a) != prior.get(a))
-    {
+        plan_computed_of_new_tenant(&mut planned);
+    } else if spec_changed(prior, &planned) {
         // The operator reconciles the new spec: the phase passes through Provisioning.
         planned.set("phase", Value::Unknown);
     }
-
-    if planned == *prior {
-        // Byte-identical prior state: no diff, not even a reordered one.
-        planned = prior.clone();
-    }
+    // "No change" needs no special case: values compare structurally (objects are sorted
+    // maps), so a plan equal to the prior state encodes to the same bytes.
     Plan {
         planned,
         requires_replace,
@@ -96,10 +88,11 @@ pub fn plan(prior: &Value, proposed: &Value, config: &Value) -> Plan {
 
 fn apply_defaults(planned: &mut Value, config: &Value) {
     if config.get("deletion_policy").is_null() {
-        planned.set("deletion_policy", Value::string(DEFAULT_DELETION_POLICY));
+        let default = policy_name(DeletionPolicy::default());
+        planned.set("deletion_policy", Value::string(default));
     }
     if config.get("wait_for_ready").is_null() {
-        planned.set("wait_for_ready", Value::Bool(true));
+        planned.set("wait_for_ready", Value::Bool(DEFAULT_WAIT_FOR_READY));
     }
 }
 

@@ -1,28 +1,5 @@
 use super::*;
-
-/// A configuration as Terraform decodes it: every attribute present, computed ones null.
-fn config(overrides: &[(&str, Value)]) -> Value {
-    let mut v = Value::object([
-        ("id", Value::Null),
-        ("name", Value::string("team-atlas")),
-        ("owner", Value::string("alice@example.com")),
-        ("cpu", Value::string("8")),
-        ("memory", Value::string("16Gi")),
-        ("storage", Value::Null),
-        ("deletion_policy", Value::Null),
-        ("wait_for_ready", Value::Null),
-        ("phase", Value::Null),
-        ("api_endpoint", Value::Null),
-        ("apps_domain", Value::Null),
-        ("namespace", Value::Null),
-        ("kubeconfig", Value::Null),
-        ("timeouts", Value::Null),
-    ]);
-    for (k, val) in overrides {
-        v.set(k, val.clone());
-    }
-    v
-}
+use crate::tenant::fixtures::config;
 
 /// State after a successful create of `config(&[])`.
 fn state() -> Value {

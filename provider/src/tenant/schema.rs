@@ -2,30 +2,27 @@
 
 use std::sync::LazyLock;
 
-use crate::schema::{Attribute, Block, Mode, NestedBlock, Nesting};
-use crate::value::Type;
+use crate::schema::{Attribute, Block, Mode, NestedBlock};
+use crate::value::{Type, Value};
 
 pub const TYPE_NAME: &str = "kubespaces_tenant";
 
 /// Bump together with an `UpgradeResourceState` step when stored state changes shape.
 pub const SCHEMA_VERSION: i64 = 0;
 
-pub const DEFAULT_DELETION_POLICY: &str = "Delete";
-
-/// Attributes the provider computes; everything else comes from configuration.
-pub const COMPUTED: [&str; 6] = [
-    "id",
-    "phase",
-    "api_endpoint",
-    "apps_domain",
-    "namespace",
-    "kubeconfig",
-];
+/// `wait_for_ready` when the configuration leaves it out. (The default `deletion_policy` is
+/// the shared `DeletionPolicy::default()`.)
+pub const DEFAULT_WAIT_FOR_READY: bool = true;
 
 /// Attributes that are the tenant's spec: changing one is an API update.
-pub const SPEC_ATTRS: [&str; 5] = ["owner", "cpu", "memory", "storage", "deletion_policy"];
+const SPEC_ATTRS: [&str; 5] = ["owner", "cpu", "memory", "storage", "deletion_policy"];
 
-fn computed_attrs(extra_sensitive_note: &'static str) -> Vec<Attribute> {
+/// Whether `planned` changes the tenant's spec, i.e. whether apply has anything to write.
+pub fn spec_changed(prior: &Value, planned: &Value) -> bool {
+    SPEC_ATTRS.iter().any(|a| planned.get(a) != prior.get(a))
+}
+
+fn computed_attrs(kubeconfig_description: &'static str) -> Vec<Attribute> {
     vec![
         Attribute::new(
             "phase",
@@ -55,7 +52,7 @@ fn computed_attrs(extra_sensitive_note: &'static str) -> Vec<Attribute> {
             "kubeconfig",
             Type::String,
             Mode::Computed,
-            extra_sensitive_note,
+            kubeconfig_description,
         )
         .sensitive(),
     ]
@@ -65,7 +62,6 @@ fn timeouts() -> NestedBlock {
     let t = |name, what| Attribute::new(name, Type::String, Mode::Optional, what);
     NestedBlock {
         name: "timeouts",
-        nesting: Nesting::Single,
         block: Block {
             attributes: vec![
                 t(
@@ -182,7 +178,14 @@ mod tests {
         assert_eq!(mode("name"), Some(Mode::Required));
         assert_eq!(mode("storage"), Some(Mode::Optional));
         assert_eq!(mode("wait_for_ready"), Some(Mode::OptionalComputed));
-        for c in COMPUTED {
+        for c in [
+            "id",
+            "phase",
+            "api_endpoint",
+            "apps_domain",
+            "namespace",
+            "kubeconfig",
+        ] {
             assert_eq!(mode(c), Some(Mode::Computed), "{c}");
         }
         assert!(

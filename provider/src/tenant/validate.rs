@@ -12,15 +12,23 @@ use crate::value::Value;
 
 use super::rules;
 
+/// Applies `rule` to `value` if it is a (known) string; a broken rule is an error at `path`.
+fn check(
+    diags: &mut Vec<Diag>,
+    path: AttrPath,
+    value: &Value,
+    rule: fn(&str) -> Result<(), String>,
+) {
+    if let Some(text) = value.as_str()
+        && let Err(detail) = rule(text)
+    {
+        diags.push(Diag::error(format!("Invalid {path}"), detail).at(path));
+    }
+}
+
 pub fn validate(config: &Value) -> Vec<Diag> {
     let mut diags = Vec::new();
-    let mut check = |path: AttrPath, value: &Value, rule: fn(&str) -> Result<(), String>| {
-        if let Some(text) = value.as_str()
-            && let Err(detail) = rule(text)
-        {
-            diags.push(Diag::error(format!("Invalid {path}"), detail).at(path));
-        }
-    };
+    let mut check = |path, value, rule| check(&mut diags, path, value, rule);
     check(
         AttrPath::root("name"),
         config.get("name"),
@@ -46,6 +54,18 @@ pub fn validate(config: &Value) -> Vec<Diag> {
     diags
 }
 
+/// `ValidateDataResourceConfig`: the data source is configured by its name alone.
+pub fn validate_data_source(config: &Value) -> Vec<Diag> {
+    let mut diags = Vec::new();
+    check(
+        &mut diags,
+        AttrPath::root("name"),
+        config.get("name"),
+        rules::tenant_name,
+    );
+    diags
+}
+
 fn timeout(text: &str) -> Result<(), String> {
     match duration::parse(text) {
         Ok(d) if d.is_zero() => Err(format!(
@@ -59,22 +79,7 @@ fn timeout(text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(overrides: &[(&str, Value)]) -> Value {
-        let mut v = Value::object([
-            ("name", Value::string("team-atlas")),
-            ("owner", Value::string("alice@example.com")),
-            ("cpu", Value::string("8")),
-            ("memory", Value::string("16Gi")),
-            ("storage", Value::Null),
-            ("deletion_policy", Value::Null),
-            ("timeouts", Value::Null),
-        ]);
-        for (k, val) in overrides {
-            v.set(k, val.clone());
-        }
-        v
-    }
+    use crate::tenant::fixtures::config;
 
     fn paths(diags: &[Diag]) -> Vec<String> {
         diags

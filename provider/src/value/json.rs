@@ -65,11 +65,7 @@ fn decode(raw: Js, ty: &Type, path: &str) -> Result<Value, ValueError> {
             })
             .collect::<Result<BTreeMap<_, _>, _>>()
             .map(Value::Object),
-        (raw, ty) => Err(ValueError::TypeMismatch {
-            path: path.to_owned(),
-            expected: ty.friendly_name().to_owned(),
-            found: kind(&raw).to_owned(),
-        }),
+        (raw, ty) => Err(ValueError::mismatch(path, ty.friendly_name(), kind(&raw))),
     }
 }
 

@@ -127,6 +127,16 @@ pub enum ValueError {
     TrailingBytes(usize),
 }
 
+impl ValueError {
+    pub(crate) fn mismatch(path: &str, expected: &str, found: &str) -> Self {
+        ValueError::TypeMismatch {
+            path: path.to_owned(),
+            expected: expected.to_owned(),
+            found: found.to_owned(),
+        }
+    }
+}
+
 pub(crate) fn child_path(parent: &str, attr: &str) -> String {
     if parent.is_empty() {
         attr.to_owned()

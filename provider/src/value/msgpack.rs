@@ -34,7 +34,7 @@ pub fn to_msgpack(value: &Value, ty: &Type) -> Result<Vec<u8>, ValueError> {
     Ok(out)
 }
 
-fn found(raw: &Mp) -> String {
+fn found(raw: &Mp) -> &'static str {
     match raw {
         Mp::Nil => "nil",
         Mp::Boolean(_) => "bool",
@@ -44,15 +44,6 @@ fn found(raw: &Mp) -> String {
         Mp::Array(_) => "array",
         Mp::Map(_) => "map",
         Mp::Ext(..) => "extension",
-    }
-    .to_owned()
-}
-
-fn mismatch(path: &str, ty: &Type, raw: &Mp) -> ValueError {
-    ValueError::TypeMismatch {
-        path: path.to_owned(),
-        expected: ty.friendly_name().to_owned(),
-        found: found(raw),
     }
 }
 
@@ -70,19 +61,11 @@ fn decode(raw: Mp, ty: &Type, path: &str) -> Result<Value, ValueError> {
         (Mp::F64(f), Type::Number) => Ok(Value::Number(Number::Float(f))),
         (Mp::String(s), Type::Number) => match s.into_str() {
             Some(s) if s.parse::<f64>().is_ok() => Ok(Value::Number(Number::Decimal(s))),
-            _ => Err(ValueError::TypeMismatch {
-                path: path.to_owned(),
-                expected: "number".into(),
-                found: "non-numeric string".into(),
-            }),
+            _ => Err(ValueError::mismatch(path, "number", "non-numeric string")),
         },
         (Mp::String(s), Type::String) => match s.into_str() {
             Some(s) => Ok(Value::String(s)),
-            None => Err(ValueError::TypeMismatch {
-                path: path.to_owned(),
-                expected: "string".into(),
-                found: "invalid UTF-8".into(),
-            }),
+            None => Err(ValueError::mismatch(path, "string", "invalid UTF-8")),
         },
         (Mp::Array(items), Type::List(e) | Type::Set(e)) => items
             .into_iter()
@@ -118,22 +101,16 @@ fn decode(raw: Mp, ty: &Type, path: &str) -> Result<Value, ValueError> {
             }
             Ok(Value::Object(out))
         }
-        (raw, ty) => Err(mismatch(path, ty, &raw)),
+        (raw, ty) => Err(ValueError::mismatch(path, ty.friendly_name(), found(&raw))),
     }
 }
 
 fn map_key(k: Mp, path: &str) -> Result<String, ValueError> {
     match k {
-        Mp::String(s) => s.into_str().ok_or_else(|| ValueError::TypeMismatch {
-            path: path.to_owned(),
-            expected: "string key".into(),
-            found: "invalid UTF-8".into(),
-        }),
-        other => Err(ValueError::TypeMismatch {
-            path: path.to_owned(),
-            expected: "string key".into(),
-            found: found(&other),
-        }),
+        Mp::String(s) => s
+            .into_str()
+            .ok_or_else(|| ValueError::mismatch(path, "string key", "invalid UTF-8")),
+        other => Err(ValueError::mismatch(path, "string key", found(&other))),
     }
 }
 
@@ -153,11 +130,7 @@ fn value_mismatch(path: &str, ty: &Type, value: &Value) -> ValueError {
         Value::Map(_) => "map",
         Value::Object(_) => "object",
     };
-    ValueError::TypeMismatch {
-        path: path.to_owned(),
-        expected: ty.friendly_name().to_owned(),
-        found: found.to_owned(),
-    }
+    ValueError::mismatch(path, ty.friendly_name(), found)
 }
 
 fn encode(value: &Value, ty: &Type, path: &str) -> Result<Mp, ValueError> {

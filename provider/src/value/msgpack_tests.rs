@@ -170,8 +170,8 @@ fn nested_block_list_set_and_map_round_trip() {
     // An empty LIST/SET block is an empty array (90), never nil: Terraform tells them apart.
     assert!(
         bytes
-            .windows(5)
-            .any(|w| w == [0xa4, b't', b'a', b'g', b's'])
+            .windows(6)
+            .any(|w| w == [0xa4, b't', b'a', b'g', b's', 0x90])
     );
     let empty = to_msgpack(&Value::List(vec![]), &Type::set(Type::String)).unwrap();
     assert_eq!(empty, vec![0x90]);

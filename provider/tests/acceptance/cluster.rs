@@ -9,12 +9,12 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kubespaces_acceptance::{wait_for, wait_gone};
 use kubespaces_operator::api::Tenant;
 use kubespaces_operator::names;
 
-/// Polls every half second; 120 polls bound every wait at a minute.
-const POLL: Duration = Duration::from_millis(500);
-const POLLS: usize = 120;
+/// The bound on every wait of these tests.
+pub const WAIT: Duration = Duration::from_secs(60);
 
 pub async fn tenants() -> Api<Tenant> {
     Api::all(kube::Client::try_default().await.unwrap())
@@ -24,30 +24,13 @@ pub async fn namespaces() -> Api<Namespace> {
     Api::all(kube::Client::try_default().await.unwrap())
 }
 
-pub async fn wait_gone(api: &Api<Tenant>, name: &str) {
-    for _ in 0..POLLS {
-        if api.get_opt(name).await.unwrap().is_none() {
-            return;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    panic!("tenant {name} still exists");
-}
-
 pub async fn namespace_exists(name: &str) -> bool {
     namespaces().await.get_opt(name).await.unwrap().is_some()
 }
 
 /// The namespace controller finishes a namespace's deletion; until then the name is taken.
 pub async fn wait_namespace_gone(name: &str) {
-    let api = namespaces().await;
-    for _ in 0..POLLS {
-        if api.get_opt(name).await.unwrap().is_none() {
-            return;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    panic!("namespace {name} still exists");
+    wait_gone(&namespaces().await, name, WAIT).await;
 }
 
 /// Asks the operator to reconcile `name` now (Flux's request annotation) and returns once it
@@ -60,15 +43,16 @@ pub async fn reconcile_now(api: &Api<Tenant>, name: &str) {
     api.patch(name, &PatchParams::default(), &Patch::Merge(&request))
         .await
         .unwrap();
-    for _ in 0..POLLS {
-        let t = api.get(name).await.unwrap();
-        let handled = t.status.and_then(|s| s.last_handled_reconcile_at);
-        if handled.as_deref() == Some(token.as_str()) {
-            return;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    panic!("the operator did not handle the reconcile request {token} for {name}");
+    wait_for(
+        &format!("the operator to handle reconcile request {token} for {name}"),
+        WAIT,
+        || async {
+            let t = api.get(name).await.unwrap();
+            let handled = t.status.and_then(|s| s.last_handled_reconcile_at);
+            (handled.as_deref() == Some(token.as_str())).then_some(())
+        },
+    )
+    .await;
 }
 
 /// What the policy says when it refuses the namespace.
@@ -124,13 +108,18 @@ impl NamespaceHold {
             .create(&pp, &binding)
             .await
             .unwrap();
-        for _ in 0..POLLS {
-            match hold.dry_run_create().await {
-                Err(kube::Error::Api(s)) if s.message.contains(HOLD_MESSAGE) => return hold,
-                _ => tokio::time::sleep(POLL).await,
-            }
-        }
-        panic!("the admission policy {name} is not enforced after a minute");
+        wait_for(
+            &format!("the admission policy {name} to be enforced"),
+            WAIT,
+            || async {
+                match hold.dry_run_create().await {
+                    Err(kube::Error::Api(s)) if s.message.contains(HOLD_MESSAGE) => Some(()),
+                    _ => None,
+                }
+            },
+        )
+        .await;
+        hold
     }
 
     async fn dry_run_create(&self) -> kube::Result<Namespace> {
@@ -148,13 +137,12 @@ impl NamespaceHold {
     pub async fn release(mut self) {
         delete_policy(&self.name).await;
         self.released = true;
-        for _ in 0..POLLS {
-            if self.dry_run_create().await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(POLL).await;
-        }
-        panic!("namespace {} still refused after a minute", self.namespace);
+        wait_for(
+            &format!("namespace {} to be admitted again", self.namespace),
+            WAIT,
+            || async { self.dry_run_create().await.ok().map(|_| ()) },
+        )
+        .await;
     }
 }
 

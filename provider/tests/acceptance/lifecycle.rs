@@ -61,7 +61,7 @@ async fn apply_refresh_import_update_replace_destroy() {
 
     // Deleted behind Terraform's back: the next plan creates it again.
     api.delete(&renamed, &Default::default()).await.unwrap();
-    wait_gone(&api, &renamed).await;
+    wait_gone(&api, &renamed, WAIT).await;
     assert_eq!(ws.planned_actions("kubespaces_tenant.t"), vec!["create"]);
     ws.ok(&["apply", "-auto-approve"]);
 

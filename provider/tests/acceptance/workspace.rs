@@ -19,8 +19,8 @@ pub struct Workspace {
     terraform: String,
     kubeconfig: String,
     cli_config: PathBuf,
-    /// The filesystem mirror, in mirror mode.
-    mirror: Option<PathBuf>,
+    /// Installed by `init` (from the mirror) rather than overridden: then pinned to a version.
+    installed: bool,
     /// Extra environment for every terraform command.
     env: Vec<(String, String)>,
 }
@@ -76,7 +76,7 @@ impl Workspace {
             ),
         )
         .unwrap();
-        ws.mirror = Some(mirror);
+        ws.installed = true;
         ws
     }
 
@@ -99,7 +99,7 @@ impl Workspace {
             dir,
             terraform,
             kubeconfig,
-            mirror: None,
+            installed: false,
             env: vec![],
         }
     }
@@ -120,9 +120,9 @@ impl Workspace {
     /// `main.tf`: the provider block with `provider_config` inside, then `body`.
     pub fn write_with_provider_config(&self, provider_config: &str, body: &str) {
         // An installed provider is pinned, as users pin it; an overridden one has no version.
-        let version = match self.mirror {
-            Some(_) => format!(", version = \"= {PROVIDER_VERSION}\""),
-            None => String::new(),
+        let version = match self.installed {
+            true => format!(", version = \"= {PROVIDER_VERSION}\""),
+            false => String::new(),
         };
         let provider = format!(
             "terraform {{\n  required_providers {{\n    kubespaces = {{ source = \"kubespaces/kubespaces\"{version} }}\n  }}\n}}\nprovider \"kubespaces\" {{\n{provider_config}}}\n"
