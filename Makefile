@@ -4,25 +4,28 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench bench-provider tools
+.PHONY: help up down test bench bench-provider bench-node tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-up: ## start control plane + CRDs + operator locally in .kubespaces/dev (idempotent)
+up: ## start a local cluster (control plane + real node) + CRDs + operator in .kubespaces/dev
 	@$(H)/dev-up.sh
 
 down: ## stop what `make up` started
 	@$(H)/dev-down.sh
 
-test: ## fmt, clippy, then every test against a fresh control plane in .kubespaces/test
+test: ## fmt, clippy, then every test against a fresh local cluster in .kubespaces/test
 	@$(H)/run-tests.sh
 
-bench: ## release benchmark against a fresh control plane in .kubespaces/bench (BENCH_ARGS=...)
+bench: ## operator benchmark on a fresh kwok-node cluster in .kubespaces/bench (BENCH_ARGS=...)
 	@$(H)/run-bench.sh $(BENCH_ARGS)
 
 bench-provider: ## terraform plan/apply: our provider vs a Go provider, 20 tenants (TENANTS=n)
 	@$(H)/run-provider-bench.sh $(TENANTS)
+
+bench-node: ## the real node against a kwok node: start-up, pod start latency, memory (PODS=n)
+	@$(H)/run-node-bench.sh $(PODS)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the real control-plane binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl, etcd, kwok) from the pinned Go modules under acceptance/tools/, and caches them under
-# ~/.cache/kubespaces/<component>/<version>-<go version>-<hash of pins and flags>/.
+# Builds the real cluster binaries from the pinned Go modules under acceptance/tools/, and caches
+# them under ~/.cache/kubespaces/<component>/<version>-<go version>-<hash of pins and flags>/:
+#   control plane  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok
+#   node           kubelet, kube-proxy (same k8s build), containerd + shim + ctr, CoreDNS (only
+#                  the plugins cluster DNS needs), kube-router (NetworkPolicy), mkimage + pause
+#                  (the harness's image builder and the pod sandbox's pause process)
 # Also assembles kwok's stage file (kwok-stages.yaml) from the pinned kwok module: the kwok binary
 # has no built-in stages.
 # Prints the directory holding everything (a directory of symlinks) on stdout; logs go to stderr.
@@ -48,14 +51,16 @@ build_cached() {
   local name=$1 version=$2 moddir=$3 ldflags=$4; shift 4
   local key out tmp
   # The key covers the pins and the flags, not this script, so editing the script keeps the cache.
-  key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; echo "$ldflags $*") | sha256sum | cut -c1-12)
+  # GO_TAGS (build tags) is part of the key too. Sources in the module dir (a small main) count.
+  key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; find "$moddir" -name '*.go' -type f | sort | xargs -r cat
+          echo "$ldflags ${GO_TAGS:-} $*") | sha256sum | cut -c1-12)
   out="$CACHE/$name/$version-$GOV-$key"
   if [ ! -f "$out/.complete" ]; then
     echo "build-tools: building $name $version (cold builds take minutes; cached afterwards in $out)" >&2
     mkdir -p "$CACHE/$name"
     tmp=$(mktemp -d "$out.tmp.XXXXXX")
     local t0=$SECONDS
-    if ! ( cd "$moddir" && go mod download && go build -ldflags "$ldflags" -o "$tmp/" "$@" ) >&2; then
+    if ! ( cd "$moddir" && go mod download && go build ${GO_TAGS:+-tags "$GO_TAGS"} -ldflags "$ldflags" -o "$tmp/" "$@" ) >&2; then
       rm -rf "$tmp"
       echo "build-tools: building $name $version failed" >&2
       return 1
@@ -82,11 +87,28 @@ done
 ETCD_V=$(modversion go.etcd.io/etcd/server/v3 "$TOOLS/etcd")
 KWOK_V=$(modversion sigs.k8s.io/kwok "$TOOLS/kwok")
 
+CONTAINERD_V=$(modversion github.com/containerd/containerd/v2 "$TOOLS/containerd")
+COREDNS_V=$(modversion github.com/coredns/coredns "$TOOLS/coredns")
+KROUTER_V=$(modversion github.com/cloudnativelabs/kube-router/v2 "$TOOLS/kube-router")
+GGCR_V=$(modversion github.com/google/go-containerregistry "$TOOLS/images")
+
 ETCD_DIR=$(build_cached etcd "$ETCD_V" "$TOOLS/etcd" "-s -w" go.etcd.io/etcd/server/v3)
 KWOK_DIR=$(build_cached kwok "$KWOK_V" "$TOOLS/kwok" "-s -w" sigs.k8s.io/kwok/cmd/kwok)
 K8S_DIR=$(build_cached k8s "$K8S_V" "$TOOLS/k8s" "$K8S_LD" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
+# The node. containerd without the snapshotters this harness never uses (they need cgo or kernel
+# features); the version stamped like containerd's own release build.
+CONTAINERD_DIR=$(GO_TAGS="no_btrfs no_devmapper no_zfs" build_cached containerd "$CONTAINERD_V" \
+  "$TOOLS/containerd" "-s -w -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_V#v}" \
+  github.com/containerd/containerd/v2/cmd/containerd \
+  github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr)
+COREDNS_DIR=$(build_cached coredns "$COREDNS_V" "$TOOLS/coredns" "-s -w" .)
+KROUTER_DIR=$(build_cached kube-router "$KROUTER_V" "$TOOLS/kube-router" \
+  "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KROUTER_V" \
+  github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
+IMAGES_DIR=$(build_cached mkimage "$GGCR_V" "$TOOLS/images" "-s -w" ./mkimage ./pause)
 
 # kwok's stages, from the same pinned module as the binary (kept next to it in the cache):
 # node initialize + lease heartbeat (kwokctl's defaults), fast pod ready/complete/delete, and the
@@ -110,10 +132,13 @@ fi
 # swaps binaries under a cluster that is running from an older combination.
 # (Older versions of this script put the symlinks straight into $CACHE/bin: drop those.)
 find "$CACHE/bin" -maxdepth 1 -type l -delete 2>/dev/null || true
-BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR" | sha256sum | cut -c1-12)"
+NODE_DIRS="$CONTAINERD_DIR $COREDNS_DIR $KROUTER_DIR $IMAGES_DIR"
+BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR $NODE_DIRS" | sha256sum | cut -c1-12)"
 mkdir -p "$BIN"
 for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"/kube-scheduler \
-         "$K8S_DIR"/kubectl "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$STAGES"; do
+         "$K8S_DIR"/kubectl "$K8S_DIR"/kubelet "$K8S_DIR"/kube-proxy "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$STAGES" \
+         "$CONTAINERD_DIR"/containerd "$CONTAINERD_DIR"/containerd-shim-runc-v2 "$CONTAINERD_DIR"/ctr \
+         "$COREDNS_DIR"/coredns "$KROUTER_DIR"/kube-router "$IMAGES_DIR"/mkimage "$IMAGES_DIR"/pause; do
   [ -e "$f" ] || { echo "build-tools: missing $f" >&2; exit 1; }
   ln -sfn "$f" "$BIN/$(basename "$f")"
 done

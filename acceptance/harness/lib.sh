@@ -37,6 +37,15 @@ ensure_runtime_tools() {
   ensure_cmds curl:curl openssl:openssl python3:python3 flock:util-linux setsid:util-linux
 }
 
+# What a real node needs from the machine: root, and Debian's runc, CNI plugins, iptables + ipset
+# (kube-proxy, kube-router, the guard rules), conntrack (kube-proxy's UDP clean-up), iproute2 and
+# nsenter (the node's network namespace).
+ensure_node_tools() {
+  [ "$(id -u)" -eq 0 ] || die "the local cluster needs root (network namespace, iptables, mounts, cgroups)"
+  ensure_cmds runc:runc iptables:iptables ipset:ipset conntrack:conntrack ip:iproute2 nsenter:util-linux
+  [ -x /usr/lib/cni/bridge ] || ensure_cmds cni-bridge-missing:containernetworking-plugins
+}
+
 # Go builds the control plane; it is preinstalled on project machines, so only explain when absent.
 ensure_go() {
   command -v go >/dev/null 2>&1 || die "Go is not installed (need >= 1.26, see acceptance/tools/*/go.mod): install it from the official Go release archive and put it on PATH"
@@ -157,10 +166,12 @@ stop_one() {
   fi
 }
 
-# wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.25 s.
+# wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.25 s until it succeeds, for at most
+# SECONDS of wall time (however long each try of CMD takes).
 wait_for() {
   local what=$1 secs=$2; shift 2
-  for _ in $(seq $((secs * 4))); do
+  local deadline=$((SECONDS + secs))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     "$@" >/dev/null 2>&1 && return 0
     sleep 0.25
   done
@@ -209,6 +220,20 @@ env_set() {
   printf 'export %s=%q\n' "$name" "$value" >>"$file"
 }
 
+# Empties a state dir for a fresh cluster, keeping only the node's image store (a cache: with it a
+# warm start imports no image). Call it only once the cluster in it is down.
+reset_state_dir() {
+  local state=$1 keep="$1/node/containerd/root"
+  if [ -d "$keep" ]; then
+    find "$state" -mindepth 1 -maxdepth 1 ! -name node -exec rm -rf {} +
+    find "$state/node" -mindepth 1 -maxdepth 1 ! -name containerd -exec rm -rf {} +
+    find "$state/node/containerd" -mindepth 1 -maxdepth 1 ! -name root -exec rm -rf {} +
+  else
+    rm -rf "$state"
+  fi
+  mkdir -p "$state"
+}
+
 # Brings up a fresh cluster in STATE (stopping whatever an earlier run left there) and arranges,
 # with an EXIT trap, for it to be stopped when the calling script ends, printing the component
 # log tails when it fails. For the benchmark scripts; run-tests.sh has its own, richer cleanup.
@@ -219,8 +244,7 @@ throwaway_cluster() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   if [ -d "$THROWAWAY_STATE" ]; then "$HARNESS_DIR/cluster-down.sh" "$THROWAWAY_STATE"; fi
-  rm -rf "$THROWAWAY_STATE"
-  mkdir -p "$THROWAWAY_STATE"
+  reset_state_dir "$THROWAWAY_STATE"
   KUBESPACES_BIN="$bin" "$HARNESS_DIR/cluster-up.sh" "$THROWAWAY_STATE"
 }
 

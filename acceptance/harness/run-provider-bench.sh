@@ -42,7 +42,8 @@ log "==> building the release provider and operator, and the kubectl provider (c
 cargo build --release -p terraform-provider-kubespaces -p kubespaces-operator
 BIN=$("$HARNESS_DIR/build-tools.sh" --with tf-kubectl)
 
-throwaway_cluster "$STATE" "$BIN"
+# KWOK only: terraform and the operator need no pod to run.
+KUBESPACES_NODES=kwok throwaway_cluster "$STATE" "$BIN"
 KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/release/kubespaces-operator" \
   "$HARNESS_DIR/operator.sh" start "$STATE"
 # shellcheck disable=SC1091

@@ -10,6 +10,7 @@
 #   5. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1
 #   6. the provider's acceptance tests, once with terraform and once with OpenTofu (built from its
 #      pinned Go module by build-tools.sh, like the control plane)
+#   7. after the cluster stopped: nothing of it is left on the machine (host-state.sh before/after)
 # Everything started here is stopped on exit (trap), and component logs are printed on failure.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -58,6 +59,14 @@ cleanup() {
       kill -TERM "$p" 2>/dev/null || true
     done
     "$HARNESS_DIR/cluster-down.sh" "$STATE" || true
+    # The machine as it was before the cluster started: no process, mount, link, namespace,
+    # iptables rule, cgroup or sysctl of the cluster may remain.
+    if "$HARNESS_DIR/host-state.sh" >"$HOST_AFTER" && ! diff -u "$HOST_BEFORE" "$HOST_AFTER" >&3; then
+      log "the stopped test cluster left the above on the machine (- before, + after)"
+      [ "$status" -ne 0 ] || status=1
+    else
+      log "host check: nothing of the test cluster is left on the machine"
+    fi
   fi
   log "make test finished in $((SECONDS - T0))s with exit $status"
   exit "$status"
@@ -70,8 +79,9 @@ trap 'status=143; exit 143' TERM
 step "fresh control plane in ${STATE#"$REPO_ROOT/"}"
 # Stop whatever a previous (killed) run left behind in this state dir, then start from nothing.
 [ -d "$STATE" ] && "$HARNESS_DIR/cluster-down.sh" "$STATE"
-rm -rf "$STATE"
-mkdir -p "$STATE"
+reset_state_dir "$STATE"
+HOST_BEFORE="$STATE/../test-host-before.txt"; HOST_AFTER="$STATE/../test-host-after.txt"
+"$HARNESS_DIR/host-state.sh" >"$HOST_BEFORE"
 cluster_started=true
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
 

@@ -3,6 +3,7 @@
 //! Kubernetes client, and wait for what the operator does.
 
 pub mod operator;
+pub mod pods;
 
 use std::{
     future::Future,
