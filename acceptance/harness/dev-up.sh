@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dev-up.sh — `make up`: a local KubeSpaces for development in .kubespaces/dev/ (gitignored).
-# Builds or looks up the cached control-plane binaries, starts the cluster (applying the CRDs),
-# builds and starts the operator in the background, and prints what to do next.
+# Builds or looks up the cached cluster binaries, starts the cluster (control plane + a real node,
+# applying the CRDs), builds and starts the operator in the background, and prints what to do next.
 # Idempotent: a healthy cluster and an up-to-date running operator are left alone.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -29,11 +29,15 @@ rel=${STATE#"$REPO_ROOT/"}
 cat <<EOF
 
 KubeSpaces is running locally (state and logs in $rel/, stop with: make down).
+The cluster has a real node (containerd, kubelet, kube-proxy, CoreDNS): pods really run.
 
-  export KUBECONFIG=$STATE/kubeconfig
+  . $rel/env                          # KUBECONFIG and friends
   alias kubectl=$BIN/kubectl        # or any kubectl >= 1.36
   kubectl apply -f examples/tenant.yaml
   kubectl get tenants
+  kubectl -n kubespaces-tenant-team-atlas run hello --image=\$KUBESPACES_BUSYBOX_IMAGE \\
+    --image-pull-policy=IfNotPresent --restart=Never -- echo hello from a real pod
+  kubectl -n kubespaces-tenant-team-atlas logs hello
   tail -f $rel/logs/operator.log
 
 Stop everything with: make down

@@ -24,7 +24,9 @@ CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
 mkdir -p "$CACHE"
 ensure_cmds busybox:busybox-static
 
-BUSYBOX_V=$(busybox 2>&1 | head -1 | grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+' | tr -d v)
+# (Read whole before parsing: `busybox | head -1` would end busybox with SIGPIPE under pipefail.)
+BUSYBOX_V=$(busybox 2>&1 || true)
+BUSYBOX_V=$(sed -nE '1s/.*v([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$BUSYBOX_V")
 COREDNS_V=$("$BIN/coredns" -version 2>/dev/null | grep -oE 'CoreDNS-[0-9.]+' | cut -d- -f2)
 
 # name  tag  entrypoint  cmd (JSON arrays, - for none). busybox has a command, not an entrypoint,

@@ -10,6 +10,9 @@ export HARNESS_DIR REPO_ROOT
 exec 3>&2
 log() { printf '%s %s\n' "[$(date +%H:%M:%S)] ${LOG_PREFIX:-harness}:" "$*" >&3; }
 die() { log "error: $*"; exit 1; }
+# A command that fails under `set -e` without saying why still names itself and its line.
+set -E
+trap 'log "error: \"$BASH_COMMAND\" failed (exit $?) at ${BASH_SOURCE[0]##*/}:$LINENO"' ERR
 
 # Installs Debian packages only when one of the named commands is missing. A fresh CI machine runs
 # as root without sudo; a developer machine usually has everything already, so apt is rarely touched.
