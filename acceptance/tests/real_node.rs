@@ -387,3 +387,49 @@ async fn limit_range_defaults_and_memory_limits_are_enforced_by_the_kernel() {
 
     delete_tenant(&env, tenant).await;
 }
+
+/// The kubelet's API (logs, exec, pods of the node) answers only callers the API server vouches
+/// for: no anonymous access, a valid token without rights is forbidden, the admin is served; and
+/// its serving certificate verifies against the cluster CA for the node's address.
+#[tokio::test]
+async fn the_kubelet_api_is_authenticated_and_authorized() {
+    let env = Env::get();
+    let node_ip = std::env::var("KUBESPACES_NODE_IP").expect("KUBESPACES_NODE_IP (harness env)");
+    let state = std::env::var("KUBESPACES_STATE").expect("KUBESPACES_STATE (harness env)");
+    let ca = format!("{state}/pki/ca.crt");
+    let url = format!("https://{node_ip}:10250/pods");
+    // The HTTP status of GET /pods with an optional bearer token; --cacert, never -k.
+    let status = |token: Option<&str>| {
+        let mut cmd = std::process::Command::new("curl");
+        cmd.args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", &ca]);
+        if let Some(t) = token {
+            cmd.args(["-H", &format!("Authorization: Bearer {t}")]);
+        }
+        let out = cmd.arg(&url).output().expect("run curl");
+        assert!(
+            out.status.success(),
+            "curl {url}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(status(None), "401", "anonymous callers are refused");
+    let sa_token = env.kubectl_ok(&["-n", "default", "create", "token", "default"], None);
+    assert_eq!(
+        status(Some(sa_token.trim())),
+        "403",
+        "a ServiceAccount without nodes/proxy rights is forbidden"
+    );
+    let admin_token = env.kubectl_ok(
+        &[
+            "config",
+            "view",
+            "--raw",
+            "--minify",
+            "-o",
+            "jsonpath={.users[0].user.token}",
+        ],
+        None,
+    );
+    assert_eq!(status(Some(admin_token.trim())), "200", "the admin is served");
+}
