@@ -3,7 +3,7 @@
 
 --pods N --rounds R ...: creates N pods at once on the real node and on the kwok node of the
     cluster (R rounds each, alternating which goes first), times each pod from the create request
-    until a watch shows it Ready, and records the RSS of the node's processes; appends result lines
+    until a watch shows it Ready, and records the PSS of the node's processes; appends result lines
     to --results.
 --report FILE: prints the results side by side (real against kwok) with medians, ranges, ratios.
 """
@@ -95,10 +95,10 @@ def run_round(args, node, rnd):
     p99 = lat[min(len(lat) - 1, int(round(0.99 * len(lat))) - 1)]
     print(f"[node-bench] round {rnd}: {args.pods} pods Ready on the {node} node: "
           f"p50 {p50:.2f}s p99 {p99:.2f}s, all after {lat[-1]:.2f}s", file=sys.stderr)
-    rss = rss_of_node(args.state, node) if node == "real" or rnd == 1 else None
+    pss = pss_of_node(args.state, node) if node == "real" or rnd == 1 else None
     subprocess.run([kubectl, "delete", "namespace", ns, "--wait=true", "--timeout=300s"],
                    check=True, stdout=subprocess.DEVNULL)
-    return p50, p99, lat[-1], rss
+    return p50, p99, lat[-1], pss
 
 
 def pid_of(state, name):
@@ -109,23 +109,25 @@ def pid_of(state, name):
         return None
 
 
-def rss_kib(pid):
+def pss_kib(pid):
+    """Proportional set size: shared pages (the 50 shims run one binary) are split between the
+    processes sharing them, so the sum is what the processes really cost."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith("Pss:"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
 
 
-def rss_of_node(state, node):
-    """RSS (KiB) of the node's own processes: components by pid file; the shims and CoreDNS by
+def pss_of_node(state, node):
+    """PSS (KiB) of the node's own processes: components by pid file; the shims and CoreDNS by
     executable name within the node's network namespace."""
     if node == "kwok":
-        return {"kwok": rss_kib(pid_of(state, "kwok"))}
-    out = {n: rss_kib(pid_of(state, n)) for n in ("kubelet", "containerd", "kube-proxy", "kube-router")}
+        return {"kwok": pss_kib(pid_of(state, "kwok"))}
+    out = {n: pss_kib(pid_of(state, n)) for n in ("kubelet", "containerd", "kube-proxy", "kube-router")}
     ns_ino = os.stat(f"/proc/{pid_of(state, 'kubelet')}/ns/net").st_ino
     shims = 0
     coredns = 0
@@ -138,9 +140,9 @@ def rss_of_node(state, node):
         except OSError:
             continue
         if exe == "containerd-shim-runc-v2" and in_node:
-            shims += rss_kib(p)
+            shims += pss_kib(p)
         elif exe == "coredns":
-            coredns += rss_kib(p)
+            coredns += pss_kib(p)
     out["coredns"] = coredns
     out["shims (all pods)"] = shims
     return out
@@ -151,10 +153,10 @@ def bench(args):
         for rnd in range(1, args.rounds + 1):
             order = ["real", "kwok"] if rnd % 2 else ["kwok", "real"]
             for node in order:
-                p50, p99, last, rss = run_round(args, node, rnd)
+                p50, p99, last, pss = run_round(args, node, rnd)
                 res.write(f"pods {node} {p50:.3f} {p99:.3f} {last:.3f}\n")
-                if rss:
-                    res.write(f"rss {node} {json.dumps(rss)}\n")
+                if pss:
+                    res.write(f"pss {node} {json.dumps(pss)}\n")
 
 
 def fmt(values):
@@ -163,7 +165,7 @@ def fmt(values):
 
 
 def report(path):
-    up, cold, pods, rss = {}, None, {}, {}
+    up, cold, pods, pss = {}, None, {}, {}
     with open(path) as f:
         for line in f:
             kind, node, rest = line.split(" ", 2)
@@ -173,8 +175,8 @@ def report(path):
                 cold = float(rest)
             elif kind == "pods":
                 pods.setdefault(node, []).append([float(x) for x in rest.split()])
-            elif kind == "rss":
-                rss.setdefault(node, []).append(json.loads(rest))
+            elif kind == "pss":
+                pss.setdefault(node, []).append(json.loads(rest))
     print("\n== make bench-node: the real node against a kwok node (simulated pods) ==")
     print(f"{'':34} {'real node':>22} {'kwok node':>22} {'real/kwok':>10}")
     rm, rs = fmt(up["real"])
@@ -186,10 +188,10 @@ def report(path):
         rm, rs = fmt([r[i] for r in pods["real"]])
         km, ks = fmt([r[i] for r in pods["kwok"]])
         print(f"{label:34} {rs:>22} {ks:>22} {rm / max(km, 0.001):>9.2f}x")
-    last_real = rss["real"][-1]
+    last_real = pss["real"][-1]
     total_real = sum(last_real.values())
-    total_kwok = sum(rss["kwok"][-1].values())
-    print(f"{'node processes RSS, pods running':34} {total_real / 1024:>20.1f}MiB "
+    total_kwok = sum(pss["kwok"][-1].values())
+    print(f"{'node processes PSS, pods running':34} {total_real / 1024:>20.1f}MiB "
           f"{total_kwok / 1024:>20.1f}MiB {total_real / total_kwok:>9.2f}x")
     for name, kib in last_real.items():
         print(f"  {name:32} {kib / 1024:>20.1f}MiB")

@@ -7,7 +7,7 @@
 #   2. pod start latency: PODS (default 50) pods of the local busybox image created at once, time
 #      from the create request until the client sees each pod Ready; on the real node and on the
 #      kwok node of the same cluster; 3 rounds each, alternating.
-#   3. memory: RSS of the node's processes with the pods running, against kwok's.
+#   3. memory: PSS of the node's processes with the pods running, against kwok's.
 # Prints medians and ranges with the ratio real/kwok. Everything started here is stopped on exit.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -51,7 +51,7 @@ done
 "$HARNESS_DIR/cluster-down.sh" "$STATE" >/dev/null 2>&1
 rm -rf "$STATE/node/containerd/root"
 t=$(up_time real)
-log "cold (empty image store: images built or looked up, then imported): real node ready after ${t}s"
+log "empty image store (image tarballs cached, imported again): real node ready after ${t}s"
 echo "up-cold real $t" >>"$RESULTS"
 
 log "==> pod start latency: $PODS pods, $ROUNDS rounds on each node, one cluster with both nodes"
