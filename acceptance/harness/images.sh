@@ -12,6 +12,7 @@
 #   localhost/kubespaces/pause:1        the pod sandbox (own pause program)
 #   localhost/kubespaces/busybox:<v>    Debian's static busybox, for tests and debugging
 #   localhost/kubespaces/coredns:<v>    cluster DNS (CoreDNS built with the plugins it needs)
+#   localhost/kubespaces/kubectl:<v>    busybox + kubectl, for tests of in-cluster API access
 # To add an image: a rootfs_NAME function and a line in IMAGES below (see docs/development.md).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -27,6 +28,7 @@ ensure_cmds busybox:busybox-static
 # (Read whole before parsing: `busybox | head -1` would end busybox with SIGPIPE under pipefail.)
 BUSYBOX_V=$(busybox 2>&1 || true)
 BUSYBOX_V=$(sed -nE '1s/.*v([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$BUSYBOX_V")
+KUBECTL_V=$("$BIN/kubectl" version --client -o json | sed -nE 's/.*"gitVersion": *"([^"]+)".*/\1/p')
 COREDNS_V=$("$BIN/coredns" -version 2>/dev/null | grep -oE 'CoreDNS-[0-9.]+' | cut -d- -f2)
 
 # name  tag  entrypoint  cmd (JSON arrays, - for none). busybox has a command, not an entrypoint,
@@ -35,6 +37,7 @@ IMAGES=(
   "pause 1 [\"/pause\"] -"
   "busybox $BUSYBOX_V - [\"/bin/sh\"]"
   "coredns v$COREDNS_V [\"/coredns\"] -"
+  "kubectl $KUBECTL_V [\"/usr/local/bin/kubectl\"] -"
 )
 
 # A minimal /etc for any image: root and nobody, so `id` and runAsUser work.
@@ -46,6 +49,7 @@ etc_files() {
 }
 rootfs_pause() { install -D -m755 "$BIN/pause" "$1/pause"; }
 rootfs_coredns() { etc_files "$1"; install -D -m755 "$BIN/coredns" "$1/coredns"; }
+rootfs_kubectl() { rootfs_busybox "$1"; install -D -m755 "$BIN/kubectl" "$1/usr/local/bin/kubectl"; }
 rootfs_busybox() {
   local applet
   etc_files "$1"

@@ -231,4 +231,5 @@ sed -e "s#@COREDNS_IMAGE@#$(image_ref coredns)#" -e "s#@DNS_IP@#$NODE_DNS_IP#" "
 wait_for "CoreDNS" 90 "$K" -n kube-system rollout status deployment/coredns --timeout=1s \
   || die "CoreDNS did not become available ($K -n kube-system describe pods -l k8s-app=kube-dns)"
 env_set "$STATE/env" KUBESPACES_BUSYBOX_IMAGE "$(image_ref busybox)"
+env_set "$STATE/env" KUBESPACES_KUBECTL_IMAGE "$(image_ref kubectl)"
 log "node $NODE_NAME ready: pods run (containerd $("$BIN/ctr" --address "$SOCK" version 2>/dev/null | awk '/Version:/ {print $2; exit}'))"
