@@ -401,7 +401,15 @@ async fn the_kubelet_api_is_authenticated_and_authorized() {
     // The HTTP status of GET /pods with an optional bearer token; --cacert, never -k.
     let status = |token: Option<&str>| {
         let mut cmd = std::process::Command::new("curl");
-        cmd.args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", &ca]);
+        cmd.args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--cacert",
+            &ca,
+        ]);
         if let Some(t) = token {
             cmd.args(["-H", &format!("Authorization: Bearer {t}")]);
         }
@@ -431,5 +439,9 @@ async fn the_kubelet_api_is_authenticated_and_authorized() {
         ],
         None,
     );
-    assert_eq!(status(Some(admin_token.trim())), "200", "the admin is served");
+    assert_eq!(
+        status(Some(admin_token.trim())),
+        "200",
+        "the admin is served"
+    );
 }
