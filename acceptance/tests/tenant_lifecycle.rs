@@ -100,6 +100,15 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
             .map(String::as_str),
         Some("baseline")
     );
+    for mode in ["enforce", "warn"] {
+        assert_eq!(
+            labels
+                .get(&format!("pod-security.kubernetes.io/{mode}-version"))
+                .map(String::as_str),
+            Some("v1.37"),
+            "the {mode} level is pinned to a version of the standards"
+        );
+    }
 
     // The quota: cpu 8, memory 16Gi, storage 50Gi.
     let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns_name);
@@ -109,6 +118,11 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     assert_eq!(hard(&quota, "requests.memory"), "16Gi");
     assert_eq!(hard(&quota, "limits.memory"), "16Gi");
     assert_eq!(hard(&quota, "requests.storage"), "50Gi");
+    // Object counts are capped; node ports and load balancers are none.
+    assert_eq!(hard(&quota, "pods"), "200");
+    assert_eq!(hard(&quota, "services"), "50");
+    assert_eq!(hard(&quota, "services.nodeports"), "0");
+    assert_eq!(hard(&quota, "services.loadbalancers"), "0");
 
     // A pod that states no resources is admitted with the LimitRange defaults.
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns_name);
@@ -438,7 +452,34 @@ async fn a_paused_tenant_is_left_alone_until_resumed() {
         ],
         None,
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The operator has seen the new spec once Synced speaks for its generation; paused, it says
+    // ReconcilePaused there, and a Synced=True at that generation is a reconcile it should not
+    // have done.
+    let changed = tenants
+        .get("paused")
+        .await
+        .unwrap()
+        .metadata
+        .generation
+        .expect("a generation");
+    let seen = wait_for(
+        &format!("Synced=False/ReconcilePaused at generation {changed}"),
+        READY_TIMEOUT,
+        || async {
+            let t = tenants.get("paused").await.ok()?;
+            let synced = t
+                .condition(conditions::SYNCED)
+                .filter(|c| c.observed_generation == Some(changed))?;
+            assert_eq!(
+                (synced.status.as_str(), synced.reason.as_str()),
+                ("False", "ReconcilePaused"),
+                "paused, yet the operator synced generation {changed}: {synced:?}"
+            );
+            Some(t)
+        },
+    )
+    .await;
+    assert!(!seen.is_ready(), "Ready does not claim the paused spec");
     assert_eq!(
         hard(&quotas.get(names::QUOTA).await.unwrap(), "requests.cpu"),
         "2",

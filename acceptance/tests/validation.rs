@@ -1,6 +1,8 @@
 //! Bad input is refused at the earliest door: the API server's admission, with a message that
 //! names the field. Nothing is created by a refused apply.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
 use kubespaces_acceptance::{Env, tenant_manifest as spec, tenant_yaml};
 
 struct Case {
@@ -104,6 +106,11 @@ fn cases() -> Vec<Case> {
             expect: &["spec.resources.storage", "greater than zero"],
         },
         Case {
+            what: "storage with a made-up unit",
+            manifest: with("v-badsto", "1", "1Gi", Some("lots")),
+            expect: &["spec.resources.storage", "quantity such as"],
+        },
+        Case {
             what: "unknown field",
             manifest: spec(
                 "v-unknown",
@@ -130,6 +137,16 @@ fn cases() -> Vec<Case> {
             expect: &["spec.writeConnectionSecretToRef.namespace", "DNS label"],
         },
         Case {
+            what: "connection secret with an invalid name",
+            manifest: spec(
+                "v-secretname",
+                &format!(
+                    "  owner: alice@example.com\n{ok_resources}  writeConnectionSecretToRef:\n    name: Atlas_Conn\n    namespace: team-atlas\n"
+                ),
+            ),
+            expect: &["spec.writeConnectionSecretToRef.name", "DNS subdomain"],
+        },
+        Case {
             what: "fractional number of cpus as a YAML float",
             manifest: spec(
                 "v-float",
@@ -140,20 +157,92 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// A CEL rule of the CRD: the field it is on (`""` for the object itself) and its message.
+#[derive(Debug)]
+struct Rule {
+    field: String,
+    message: String,
+}
+
+impl Rule {
+    /// Whether an API server error is this rule's refusal: the field, then the message, on one
+    /// line (`spec.resources.cpu: Invalid value: "string": must be greater than zero`). Rules on
+    /// the object itself name their field in the message.
+    fn refused(&self, error: &str) -> bool {
+        let field = format!("{}: ", self.field);
+        error
+            .lines()
+            .any(|l| l.contains(&self.message) && (self.field.is_empty() || l.contains(&field)))
+    }
+}
+
+/// Every CEL rule a manifest can trip, from the CRD as the API server has it: the rules on
+/// the object and under `spec` (the status is written by the operator, not by users).
+async fn user_facing_rules(env: &Env) -> Vec<Rule> {
+    fn walk(schema: &serde_json::Value, field: &str, out: &mut Vec<Rule>) {
+        for rule in schema["x-kubernetes-validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let message = rule["message"].as_str().filter(|m| !m.is_empty());
+            out.push(Rule {
+                field: field.to_owned(),
+                // Without a message the API server quotes the rule.
+                message: message
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("failed rule: {}", rule["rule"].as_str().unwrap())),
+            });
+        }
+        for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+            match field {
+                "" if name == "status" => {}
+                "" => walk(property, name, out),
+                _ => walk(property, &format!("{field}.{name}"), out),
+            }
+        }
+    }
+    let crd = Api::<CustomResourceDefinition>::all(env.client().await)
+        .get("tenants.kubespaces.io")
+        .await
+        .expect("the Tenant CRD is installed");
+    let mut rules = Vec::new();
+    for version in crd.spec.versions.iter().filter(|v| v.served) {
+        let schema = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref());
+        walk(&serde_json::to_value(schema).unwrap(), "", &mut rules);
+    }
+    rules
+}
+
 #[tokio::test]
 async fn invalid_tenants_are_refused_at_admission_with_the_field_named() {
     let env = Env::get();
     let cases = cases();
-    assert!(cases.len() >= 15);
+    // Each case names the field it is about: a refusal that only says "invalid" fails.
+    for case in &cases {
+        assert!(
+            case.expect
+                .iter()
+                .any(|e| e.starts_with("metadata.name") || e.starts_with("spec.")),
+            "{}: expects no field path in {:?}",
+            case.what,
+            case.expect
+        );
+    }
     let mut failures = Vec::new();
+    let mut errors = Vec::new();
     for case in &cases {
         let out = env.kubectl(&["apply", "-f", "-"], Some(&case.manifest));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
         if out.status.success() {
             failures.push(format!("{}: was accepted", case.what));
         } else if let Some(missing) = case.expect.iter().find(|e| !err.contains(**e)) {
             failures.push(format!("{}: error lacks {missing:?}: {err}", case.what));
         }
+        errors.push(err);
     }
     assert!(
         failures.is_empty(),
@@ -161,6 +250,23 @@ async fn invalid_tenants_are_refused_at_admission_with_the_field_named() {
         failures.len(),
         cases.len(),
         failures.join("\n")
+    );
+    // The cases cover the schema: every rule the CRD declares refused at least one of them,
+    // on its own field and with its own message. A rule added without a case fails here.
+    let rules = user_facing_rules(&env).await;
+    assert!(
+        rules.iter().any(|r| r.field.is_empty()) && rules.iter().any(|r| r.field == "spec.owner"),
+        "the walk found the rules on the object and under spec: {rules:#?}"
+    );
+    let untested: Vec<&Rule> = rules
+        .iter()
+        .filter(|r| !errors.iter().any(|e| r.refused(e)))
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "{} of {} CRD rules refused no case:\n{untested:#?}",
+        untested.len(),
+        rules.len()
     );
     // Nothing was created by any refused apply.
     let names = env.kubectl_ok(&["get", "tenants", "-o", "name"], None);

@@ -8,7 +8,7 @@ use kubespaces_operator::{
     config::RunConfig, controller, http, kube_client, manifests, metrics::Metrics,
 };
 use tokio::sync::watch;
-use tracing::info;
+use tracing::{info, warn};
 
 #[derive(Parser)]
 #[command(
@@ -25,7 +25,8 @@ struct Cli {
 enum Command {
     /// Run the controller (uses KUBECONFIG or the in-cluster service account).
     Run(Box<RunConfig>),
-    /// Print the install manifests (the Tenant CRD and the tenant-owner ClusterRole).
+    /// Print the install manifests (the Tenant CRD, the tenant-owner ClusterRole and the
+    /// admission policies).
     Manifests,
 }
 
@@ -82,6 +83,9 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Run(config) => {
             init_tracing();
+            for warning in config.host.warnings() {
+                warn!("{warning}");
+            }
             run(*config).await
         }
     }

@@ -1,5 +1,6 @@
-//! Install manifests generated from the Rust types: the Tenant CRD and the tenant-owner
-//! ClusterRole. They are committed under `operator/manifests/`; a test fails when they are stale.
+//! Install manifests generated from the Rust types: the Tenant CRD, the tenant-owner
+//! ClusterRole and the admission policies. They are committed under `operator/manifests/`; a
+//! test fails when they are stale.
 
 use kube::CustomResourceExt;
 use serde::Serialize;
@@ -19,29 +20,70 @@ fn render(
     header: &str,
     object: &impl Serialize,
 ) -> Result<String, RenderError> {
-    let body = serde_yaml::to_string(object).map_err(|source| RenderError { what, source })?;
+    render_all(what, header, &[object])
+}
+
+/// `objects` as one YAML stream under a header comment.
+fn render_all(
+    what: &'static str,
+    header: &str,
+    objects: &[&dyn erased::Yaml],
+) -> Result<String, RenderError> {
+    let mut documents = Vec::with_capacity(objects.len());
+    for object in objects {
+        documents.push(
+            object
+                .to_yaml()
+                .map_err(|source| RenderError { what, source })?,
+        );
+    }
     Ok(format!(
-        "# {header}\n# Generated from the Rust types by `kubespaces-operator manifests`; do not edit.\n{body}"
+        "# {header}\n# Generated from the Rust types by `kubespaces-operator manifests`; do not edit.\n{}",
+        documents.join("---\n")
     ))
+}
+
+/// Serialize as a trait object, so one stream can hold objects of several kinds.
+mod erased {
+    pub trait Yaml {
+        fn to_yaml(&self) -> Result<String, serde_yaml::Error>;
+    }
+
+    impl<T: serde::Serialize> Yaml for T {
+        fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+            serde_yaml::to_string(self)
+        }
+    }
 }
 
 /// Each committed manifest: (file name under `operator/manifests/`, content).
 pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
     let (policy, binding) = build::finalizer_admission_policy();
-    let admission = format!(
-        "{}---\n{}",
-        render(
-            "the finalizer admission policy",
-            "Puts the teardown finalizer on every new Tenant, inside the API server.",
-            &policy
-        )?,
-        serde_yaml::to_string(&binding).map_err(|source| RenderError {
-            what: "the policy binding",
-            source
-        })?
-    );
+    let (bindings_policy, bindings_binding) = build::role_binding_guard();
+    let (services_policy, services_binding) = build::service_guard();
     Ok(vec![
-        ("tenant-finalizer-admission.yaml", admission),
+        (
+            "tenant-finalizer-admission.yaml",
+            render_all(
+                "the finalizer admission policy",
+                "Puts the teardown finalizer on every new Tenant, inside the API server.",
+                &[&policy, &binding],
+            )?,
+        ),
+        (
+            "tenant-guard-admission.yaml",
+            render_all(
+                "the tenant guard admission policies",
+                "Refuses, in tenant namespaces, RoleBindings that grant to everyone or to other \
+                 namespaces' ServiceAccounts, and Services with externalIPs.",
+                &[
+                    &bindings_policy,
+                    &bindings_binding,
+                    &services_policy,
+                    &services_binding,
+                ],
+            )?,
+        ),
         (
             "tenants.kubespaces.io.yaml",
             render("the Tenant CRD", "The Tenant CRD.", &Tenant::crd())?,
@@ -60,6 +102,8 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    use serde::Deserialize;
 
     use super::*;
 
@@ -82,6 +126,26 @@ mod tests {
                 path.display()
             );
         }
+    }
+
+    #[test]
+    fn the_guards_ship_as_served_v1_policies_with_their_bindings() {
+        let all = all().unwrap();
+        let (_, guards) = all
+            .iter()
+            .find(|(file, _)| *file == "tenant-guard-admission.yaml")
+            .unwrap();
+        let kinds: Vec<(String, String)> = serde_yaml::Deserializer::from_str(guards)
+            .map(|document| {
+                let v = serde_yaml::Value::deserialize(document).unwrap();
+                let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+                (field("apiVersion"), field("kind"))
+            })
+            .collect();
+        let v1 = "admissionregistration.k8s.io/v1".to_owned();
+        let policy = (v1.clone(), "ValidatingAdmissionPolicy".to_owned());
+        let binding = (v1, "ValidatingAdmissionPolicyBinding".to_owned());
+        assert_eq!(kinds, [policy.clone(), binding.clone(), policy, binding]);
     }
 
     #[test]

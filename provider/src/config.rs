@@ -126,6 +126,37 @@ pub fn source(config: &Value, env: impl Fn(&str) -> Option<String>) -> Result<So
     Ok(Source::Infer)
 }
 
+/// ConfigureProvider: warnings about a configuration that works but should not be used as is.
+/// Today one: TLS verification turned off by `insecure` or `KUBE_INSECURE`, named as it was set.
+pub fn warnings(config: &Value, source: &Source) -> Vec<Diag> {
+    let Source::Explicit {
+        host,
+        insecure: true,
+        ..
+    } = source
+    else {
+        return vec![];
+    };
+    let detail = |setting: &str| {
+        format!(
+            "{setting} turns off TLS verification of {host}: the provider accepts any certificate, so whoever can intercept the connection can read the provider's credentials and every tenant it reads, kubeconfig included. Use it for throw-away test clusters only; otherwise give the API server's CA as `cluster_ca_certificate` (KUBE_CLUSTER_CA_CERT_DATA)."
+        )
+    };
+    let warning = if config.get("insecure").as_bool() == Some(true) {
+        Diag::warning(
+            "`insecure` is set: TLS verification is off",
+            detail("`insecure = true`"),
+        )
+        .at(AttrPath::root("insecure"))
+    } else {
+        Diag::warning(
+            "KUBE_INSECURE is set: TLS verification is off",
+            detail("The environment variable KUBE_INSECURE (for the provider's `insecure`)"),
+        )
+    };
+    vec![warning]
+}
+
 /// ValidateProviderConfig: warnings for settings that would be silently ignored. Unknown
 /// values are not judged (Terraform validates again once they are known).
 pub fn validate(config: &Value) -> Vec<Diag> {
@@ -309,6 +340,50 @@ mod tests {
         let later = cfg(&[("host", Value::Unknown), ("token", Value::string("t"))]);
         assert_eq!(validate(&later), vec![]);
         assert_eq!(validate(&cfg(&[])), vec![]);
+    }
+
+    #[test]
+    fn insecure_is_warned_about_by_the_name_it_was_set_under() {
+        let host = ("host", Value::string("https://h:6443"));
+        let warned = |config: &Value, env: &dyn Fn(&str) -> Option<String>| {
+            warnings(config, &source(config, env).unwrap())
+        };
+
+        let attribute = cfg(&[host.clone(), ("insecure", Value::Bool(true))]);
+        let d = warned(&attribute, &no_env);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(!d[0].error, "a warning, not an error");
+        assert_eq!(d[0].path, Some(AttrPath::root("insecure")));
+        assert!(d[0].summary.contains("`insecure`"), "{}", d[0].summary);
+        assert!(d[0].detail.contains("https://h:6443"), "{}", d[0].detail);
+        let proto = d[0].to_proto();
+        assert_eq!(
+            proto.severity,
+            crate::proto::tfplugin6::diagnostic::Severity::Warning as i32
+        );
+
+        let kube_insecure =
+            |v: &'static str| move |k: &str| (k == "KUBE_INSECURE").then(|| v.to_owned());
+        for value in ["1", "true", "TRUE", "True"] {
+            let d = warned(&cfg(std::slice::from_ref(&host)), &kube_insecure(value));
+            assert_eq!(d.len(), 1, "KUBE_INSECURE={value}: {d:?}");
+            assert!(!d[0].error);
+            assert!(d[0].summary.contains("KUBE_INSECURE"), "{}", d[0].summary);
+            // Not set in the configuration: no attribute to point at.
+            assert_eq!(d[0].path, None);
+        }
+
+        // Verification on: nothing to say. `insecure = false` beats KUBE_INSECURE.
+        assert_eq!(warned(&cfg(std::slice::from_ref(&host)), &no_env), vec![]);
+        assert_eq!(
+            warned(&cfg(std::slice::from_ref(&host)), &kube_insecure("0")),
+            vec![]
+        );
+        let off = cfg(&[host, ("insecure", Value::Bool(false))]);
+        assert_eq!(warned(&off, &kube_insecure("true")), vec![]);
+        // Without `host`, `insecure` is not used (and `validate` says it is ignored).
+        let unused = cfg(&[("insecure", Value::Bool(true))]);
+        assert_eq!(warned(&unused, &no_env), vec![]);
     }
 
     #[test]

@@ -146,6 +146,7 @@ impl Provider for KubespacesProvider {
     ) -> RpcResult<tf::configure_provider::Response> {
         let req = request.get_ref();
         tracing::debug!(terraform_version = %req.terraform_version, "configuring provider");
+        let mut diags = vec![];
         let state = match decode(req.config.as_ref(), &config::TYPE) {
             Err(d) => Err(d.detail),
             Ok(v) => match config::source(&v, |k| std::env::var(k).ok()) {
@@ -155,19 +156,21 @@ impl Provider for KubespacesProvider {
                     .map(|d| d.detail)
                     .collect::<Vec<_>>()
                     .join("; ")),
-                Ok(source) => config::client(&source)
-                    .await
-                    .inspect(crate::connection::warm_up)
-                    .map_err(|e| e.to_string()),
+                Ok(source) => {
+                    diags.extend(config::warnings(&v, &source));
+                    config::client(&source)
+                        .await
+                        .inspect(crate::connection::warm_up)
+                        .map_err(|e| e.to_string())
+                }
             },
         };
-        let diags = match &state {
-            Err(e) => vec![Diag::warning(
+        if let Err(e) = &state {
+            diags.push(Diag::warning(
                 "The kubespaces provider has no cluster connection",
                 e.clone(),
-            )],
-            Ok(_) => vec![],
-        };
+            ));
+        }
         *self.client.write().await = Some(state);
         Ok(Response::new(tf::configure_provider::Response {
             diagnostics: diag::to_proto(&diags),

@@ -30,7 +30,6 @@ mod installation;
 mod lifecycle;
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use cluster::{
     HOLD_MESSAGE, NamespaceHold, WAIT, namespace_exists, namespaces, reconcile_now, tenants,

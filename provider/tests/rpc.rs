@@ -177,3 +177,34 @@ async fn import_checks_the_id() {
     assert!(r.imported_resources.is_empty());
     assert_eq!(r.diagnostics[0].summary, "Invalid import ID");
 }
+
+/// `insecure = true` works, and says what it costs: a WARNING diagnostic on the attribute.
+#[tokio::test]
+async fn configuring_insecure_is_a_warning_on_the_attribute() {
+    use terraform_provider_kubespaces::config;
+    let p = KubespacesProvider::default();
+    let provider_config = Value::object([
+        ("host", Value::string("https://127.0.0.1:6443")),
+        ("insecure", Value::Bool(true)),
+    ]);
+    let r = p
+        .configure_provider(Request::new(tf::configure_provider::Request {
+            config: Some(tf::DynamicValue {
+                msgpack: to_msgpack(&provider_config, &config::TYPE).unwrap(),
+                json: vec![],
+            }),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.diagnostics.len(), 1, "{:?}", r.diagnostics);
+    let d = &r.diagnostics[0];
+    assert_eq!(d.severity, tf::diagnostic::Severity::Warning as i32);
+    assert_eq!(path_names(d), vec!["insecure"]);
+    assert!(
+        d.summary.contains("TLS verification is off"),
+        "{}",
+        d.summary
+    );
+}

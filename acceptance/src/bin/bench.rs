@@ -174,7 +174,12 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
                 started.lock().await.insert(ns_name.clone(), Instant::now());
                 let (c, ns) = (&client, ns_name.as_str());
                 create_for_shard(&Api::all(c.clone()), build::namespace(&t, &host), &shard).await?;
-                create_for_shard(&Api::namespaced(c.clone(), ns), build::quota(&t), &shard).await?;
+                create_for_shard(
+                    &Api::namespaced(c.clone(), ns),
+                    build::quota(&t, &host),
+                    &shard,
+                )
+                .await?;
                 create_for_shard(
                     &Api::namespaced(c.clone(), ns),
                     build::limit_range(&t, &host),
@@ -189,7 +194,7 @@ async fn baseline(client: &Client, run: &str, n: usize, concurrency: usize) -> R
                 .await?;
                 create_for_shard(
                     &Api::namespaced(c.clone(), ns),
-                    build::network_policy(&t),
+                    build::network_policy(&t, &host),
                     &shard,
                 )
                 .await?;

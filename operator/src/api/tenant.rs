@@ -164,7 +164,26 @@ impl TenantSpec {
     }
 }
 
+/// Name of the Secret, in the tenant's own namespace, that holds the tenant kubeconfig (see
+/// [`Tenant::kubeconfig_secret`]).
+pub const KUBECONFIG_SECRET: &str = "tenant-kubeconfig";
+/// The key of [`KUBECONFIG_SECRET`] that holds the kubeconfig file: vCluster's key in the
+/// Secrets it writes.
+pub const KUBECONFIG_SECRET_KEY: &str = "config";
+
 impl Tenant {
+    /// The one place the tenant kubeconfig is published: Secret [`KUBECONFIG_SECRET`] in the
+    /// tenant's own namespace, under [`KUBECONFIG_SECRET_KEY`]. `status.kubeconfigSecretRef`
+    /// names it once it exists. Clients read the kubeconfig from there and nowhere else: the
+    /// status is writable by more than the operator, and a reference to another Secret would
+    /// have a client hand out whatever that Secret holds.
+    pub fn kubeconfig_secret(&self) -> SecretReference {
+        SecretReference {
+            name: KUBECONFIG_SECRET.to_owned(),
+            namespace: names::namespace(self.metadata.name.as_deref().unwrap_or_default()),
+        }
+    }
+
     /// The tenant's conditions, empty before the first reconcile.
     pub fn conditions(&self) -> &[Condition] {
         self.status
@@ -237,5 +256,20 @@ mod tests {
         assert_eq!(t.spec.resources.cpu.0, "8");
         assert_eq!(t.spec.deletion_policy, DeletionPolicy::Delete);
         assert!(!t.is_ready(), "no status: not ready");
+    }
+
+    #[test]
+    fn the_kubeconfig_secret_is_in_the_tenants_own_namespace() {
+        let t = Tenant::new(
+            "team-atlas",
+            TenantSpec::new("a@example.com", "1", "1Gi", None),
+        );
+        assert_eq!(
+            t.kubeconfig_secret(),
+            SecretReference {
+                name: "tenant-kubeconfig".into(),
+                namespace: "kubespaces-tenant-team-atlas".into(),
+            }
+        );
     }
 }

@@ -50,7 +50,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     }
     if let Some((reason, message)) = observe::namespace_conflict(&name, namespace.object.as_ref()) {
         // Nothing of the tenant's exists; the namespace condition says why.
-        let mut details = observe::details(tenant, &observe::HostObjects::default());
+        let mut details = observe::details(tenant, &ctx.host, &observe::HostObjects::default());
         details[0] = Desired::new(
             conditions::NAMESPACE_READY,
             false,
@@ -87,7 +87,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
         ) = futures::try_join!(
             apply(
                 &quotas,
-                build::quota(tenant),
+                build::quota(tenant, &ctx.host),
                 Known::of(&name, cached.quota, ctx),
                 ctx
             ),
@@ -105,7 +105,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             ),
             apply(
                 &policies,
-                build::network_policy(tenant),
+                build::network_policy(tenant, &ctx.host),
                 Known::of(&name, cached.network_policy, ctx),
                 ctx
             ),
@@ -117,12 +117,12 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
         host.quota.as_ref().map(|q| q.resource_version()) != Some(cached_quota_version);
     if let Some(quota) = &host.quota
         && quota_written
-        && !observe::quota_enforced(tenant, quota)
+        && !observe::quota_enforced(tenant, &ctx.host, quota)
     {
         host.quota = Some(settle_quota(tenant, quota.clone(), ctx).await);
     }
     Ok(Outcome {
-        details: observe::details(tenant, &host),
+        details: observe::details(tenant, &ctx.host, &host),
         stalled: None,
         quota: observe::quota_status(host.quota.as_ref()),
     })
@@ -140,7 +140,7 @@ async fn settle_quota(tenant: &Tenant, quota: ResourceQuota, ctx: &Context) -> R
     while tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if let Some(cached) = ctx.caches.quotas.get(&key)
-            && observe::quota_enforced(tenant, &cached)
+            && observe::quota_enforced(tenant, &ctx.host, &cached)
         {
             return (*cached).clone();
         }

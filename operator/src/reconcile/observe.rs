@@ -10,6 +10,7 @@ use crate::{
     api::{QuotaStatus, Tenant},
     build,
     conditions::{self, Desired},
+    config::HostConfig,
     names, quantity,
 };
 
@@ -78,18 +79,18 @@ pub fn terminating_reason(ns: &Namespace) -> String {
 
 /// True when the quota controller has computed the quota's status for the current spec: only
 /// then does the API server enforce the new limits.
-pub fn quota_enforced(tenant: &Tenant, quota: &ResourceQuota) -> bool {
+pub fn quota_enforced(tenant: &Tenant, config: &HostConfig, quota: &ResourceQuota) -> bool {
     let Some(hard) = quota.status.as_ref().and_then(|s| s.hard.as_ref()) else {
         return false;
     };
-    build::quota_hard(tenant).iter().all(|(k, want)| {
+    build::quota_hard(tenant, config).iter().all(|(k, want)| {
         hard.get(k)
             .is_some_and(|have| quantity::same(&have.0, &want.0))
     })
 }
 
 /// The detail conditions for the host side of a tenant.
-pub fn details(tenant: &Tenant, host: &HostObjects) -> Vec<Desired> {
+pub fn details(tenant: &Tenant, config: &HostConfig, host: &HostObjects) -> Vec<Desired> {
     let name = tenant.metadata.name.clone().unwrap_or_default();
     let ns = names::namespace(&name);
     let namespace = match &host.namespace {
@@ -125,7 +126,7 @@ pub fn details(tenant: &Tenant, host: &HostObjects) -> Vec<Desired> {
             "Creating",
             format!("LimitRange {ns}/{} does not exist yet", names::LIMIT_RANGE),
         ),
-        (Some(q), Some(_)) if !quota_enforced(tenant, q) => Desired::new(
+        (Some(q), Some(_)) if !quota_enforced(tenant, config, q) => Desired::new(
             conditions::QUOTA_READY,
             false,
             "WaitingForQuotaController",
@@ -181,8 +182,14 @@ pub fn details(tenant: &Tenant, host: &HostObjects) -> Vec<Desired> {
             true,
             "Isolated",
             format!(
-                "NetworkPolicy {ns}/{} admits traffic only from the namespace and platform namespaces",
-                names::NETWORK_POLICY
+                "NetworkPolicy {ns}/{} admits traffic only from the namespace and platform namespaces, \
+                 and lets pods reach only the namespace, cluster DNS{}",
+                names::NETWORK_POLICY,
+                if config.egress.internet {
+                    " and internet addresses outside private ranges"
+                } else {
+                    ""
+                }
             ),
         ),
     };
@@ -218,7 +225,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::{api::TenantSpec, config::HostConfig};
+    use crate::api::TenantSpec;
 
     fn tenant() -> Tenant {
         Tenant::new(
@@ -240,7 +247,7 @@ mod tests {
     }
 
     fn enforced(mut q: ResourceQuota, t: &Tenant) -> ResourceQuota {
-        let mut hard = build::quota_hard(t);
+        let mut hard = build::quota_hard(t, &HostConfig::default());
         hard.insert("requests.cpu".into(), Quantity("8000m".into())); // canonical form differs
         q.status = Some(ResourceQuotaStatus {
             hard: Some(hard),
@@ -253,10 +260,10 @@ mod tests {
         let host = HostConfig::default();
         HostObjects {
             namespace: Some(namespace_labelled(Some("team-atlas"))),
-            quota: Some(enforced(build::quota(t), t)),
+            quota: Some(enforced(build::quota(t, &host), t)),
             limit_range: Some(build::limit_range(t, &host)),
             owner_binding: Some(build::owner_binding(t)),
-            network_policy: Some(build::network_policy(t)),
+            network_policy: Some(build::network_policy(t, &host)),
         }
     }
 
@@ -282,7 +289,7 @@ mod tests {
     #[test]
     fn everything_in_place_is_all_true() {
         let t = tenant();
-        let d = details(&t, &complete(&t));
+        let d = details(&t, &HostConfig::default(), &complete(&t));
         assert!(d.iter().all(|c| c.status), "{d:?}");
     }
 
@@ -291,7 +298,7 @@ mod tests {
         let t = tenant();
         let mut host = complete(&t);
         host.limit_range = None;
-        let d = details(&t, &host);
+        let d = details(&t, &HostConfig::default(), &host);
         let q = d
             .iter()
             .find(|c| c.type_ == conditions::QUOTA_READY)
@@ -304,7 +311,7 @@ mod tests {
         );
         host.network_policy = None;
         host.owner_binding = None;
-        let d = details(&t, &host);
+        let d = details(&t, &HostConfig::default(), &host);
         assert!(d.iter().any(|c| {
             !c.status
                 && c.message
@@ -320,11 +327,24 @@ mod tests {
     #[test]
     fn a_quota_is_ready_only_once_computed_for_the_current_spec() {
         let mut t = tenant();
-        let q = enforced(build::quota(&t), &t);
-        assert!(quota_enforced(&t, &q));
-        assert!(!quota_enforced(&t, &build::quota(&t)), "no status yet");
+        let config = HostConfig::default();
+        let q = enforced(build::quota(&t, &config), &t);
+        assert!(quota_enforced(&t, &config, &q));
+        assert!(
+            !quota_enforced(&t, &config, &build::quota(&t, &config)),
+            "no status yet"
+        );
         t.spec.resources.cpu = Quantity("12".into());
-        assert!(!quota_enforced(&t, &q), "status still shows the old limit");
+        assert!(
+            !quota_enforced(&t, &config, &q),
+            "status still shows the old limit"
+        );
+        let mut more_pods = config.clone();
+        more_pods.counts.pods += 1;
+        assert!(
+            !quota_enforced(&tenant(), &more_pods, &q),
+            "status still shows the old object counts"
+        );
     }
 
     #[test]
@@ -348,7 +368,7 @@ mod tests {
         let t = tenant();
         let mut host = complete(&t);
         host.namespace = Some(ns);
-        let d = details(&t, &host);
+        let d = details(&t, &HostConfig::default(), &host);
         assert_eq!(d[0].reason, "Terminating");
     }
 }

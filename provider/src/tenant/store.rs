@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kubespaces_operator::api::{Tenant, TenantSpec};
+use kubespaces_operator::api::{KUBECONFIG_SECRET_KEY, SecretReference, Tenant, TenantSpec};
 
 use super::model;
 
@@ -18,6 +18,17 @@ pub enum StoreError {
          The API server answered: {0}"
     )]
     NotServed(String),
+    #[error(
+        "status.kubeconfigSecretRef of tenant {tenant:?} names Secret {found}, not the Secret the \
+         operator publishes ({expected}). The provider reads a tenant kubeconfig only from that \
+         Secret and did not read this one; something other than the operator wrote that status \
+         field."
+    )]
+    ForeignKubeconfigSecret {
+        tenant: String,
+        found: String,
+        expected: String,
+    },
 }
 
 impl StoreError {
@@ -54,7 +65,7 @@ pub trait TenantStore: Send + Sync {
     async fn patch_spec(&self, name: &str, spec: &TenantSpec) -> Result<Tenant, StoreError>;
     /// Succeeds when the Tenant is already gone.
     async fn delete(&self, name: &str) -> Result<(), StoreError>;
-    /// The tenant kubeconfig the operator published, if any.
+    /// The tenant kubeconfig the operator published, if any (see [`kubeconfig_secret`]).
     async fn kubeconfig(&self, tenant: &Tenant) -> Result<Option<String>, StoreError>;
 }
 
@@ -75,16 +86,35 @@ impl KubeStore {
     }
 }
 
-/// Keys under which a kubeconfig Secret may hold the file: vCluster writes `config`;
-/// `kubeconfig` and `value` are the other common conventions.
-const KUBECONFIG_KEYS: [&str; 3] = ["config", "kubeconfig", "value"];
+/// The Secret to read `tenant`'s kubeconfig from: the one the operator publishes
+/// ([`Tenant::kubeconfig_secret`]: its fixed name in the tenant's own namespace), once
+/// `status.kubeconfigSecretRef` says it is there; `None` before. A status naming any other
+/// Secret is an error, and that Secret is not read: whoever may write a Tenant's status could
+/// otherwise have the provider copy any Secret its identity can read into Terraform's state.
+pub fn kubeconfig_secret(tenant: &Tenant) -> Result<Option<SecretReference>, StoreError> {
+    let Some(found) = tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.kubeconfig_secret_ref.as_ref())
+    else {
+        return Ok(None);
+    };
+    let expected = tenant.kubeconfig_secret();
+    if *found != expected {
+        let show = |r: &SecretReference| format!("{}/{}", r.namespace, r.name);
+        return Err(StoreError::ForeignKubeconfigSecret {
+            tenant: tenant.metadata.name.clone().unwrap_or_default(),
+            found: show(found),
+            expected: show(&expected),
+        });
+    }
+    Ok(Some(expected))
+}
 
+/// The kubeconfig in the operator's Secret: under [`KUBECONFIG_SECRET_KEY`], and nowhere else
+/// (no guessing at other keys, nor taking whatever a one-key Secret holds).
 pub fn kubeconfig_from_secret(secret: &Secret) -> Option<String> {
-    let data = secret.data.as_ref()?;
-    let bytes = KUBECONFIG_KEYS
-        .iter()
-        .find_map(|k| data.get(*k))
-        .or_else(|| (data.len() == 1).then(|| data.values().next()).flatten())?;
+    let bytes = secret.data.as_ref()?.get(KUBECONFIG_SECRET_KEY)?;
     String::from_utf8(bytes.0.clone()).ok()
 }
 
@@ -130,11 +160,7 @@ impl TenantStore for KubeStore {
     }
 
     async fn kubeconfig(&self, tenant: &Tenant) -> Result<Option<String>, StoreError> {
-        let Some(r) = tenant
-            .status
-            .as_ref()
-            .and_then(|s| s.kubeconfig_secret_ref.as_ref())
-        else {
+        let Some(r) = kubeconfig_secret(tenant)? else {
             return Ok(None);
         };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &r.namespace);
@@ -190,21 +216,67 @@ mod tests {
     }
 
     #[test]
-    fn kubeconfig_key_preference() {
+    fn the_kubeconfig_is_read_only_under_the_operators_key() {
         let s = secret(&[
             ("certificate-authority", "x"),
             ("config", "kc"),
             ("value", "v"),
         ]);
         assert_eq!(kubeconfig_from_secret(&s).as_deref(), Some("kc"));
-        assert_eq!(
-            kubeconfig_from_secret(&secret(&[("whatever", "only")])).as_deref(),
-            Some("only")
-        );
-        assert_eq!(
-            kubeconfig_from_secret(&secret(&[("a", "1"), ("b", "2")])),
-            None
-        );
+        // No fallback: neither other conventions' keys nor a Secret's only key.
+        for other in ["kubeconfig", "value", "whatever"] {
+            assert_eq!(kubeconfig_from_secret(&secret(&[(other, "only")])), None);
+        }
         assert_eq!(kubeconfig_from_secret(&Secret::default()), None);
+    }
+
+    fn with_secret_ref(name: &str, namespace: &str) -> Tenant {
+        let mut t = Tenant::new(
+            "team-atlas",
+            TenantSpec::new("alice@example.com", "1", "1Gi", None),
+        );
+        t.status = Some(kubespaces_operator::api::TenantStatus {
+            kubeconfig_secret_ref: Some(SecretReference {
+                name: name.into(),
+                namespace: namespace.into(),
+            }),
+            ..Default::default()
+        });
+        t
+    }
+
+    #[test]
+    fn the_kubeconfig_is_read_only_from_the_operators_secret_in_the_tenants_namespace() {
+        let own = ("tenant-kubeconfig", "kubespaces-tenant-team-atlas");
+        let read = kubeconfig_secret(&with_secret_ref(own.0, own.1)).unwrap();
+        assert_eq!(
+            read.map(|r| (r.name, r.namespace)),
+            Some((own.0.to_owned(), own.1.to_owned()))
+        );
+        // Not published yet: nothing to read, and no error.
+        let mut unpublished = with_secret_ref(own.0, own.1);
+        unpublished.status = None;
+        assert!(kubeconfig_secret(&unpublished).unwrap().is_none());
+
+        for (name, namespace) in [
+            // Another namespace: the platform's own credentials, another tenant's kubeconfig.
+            ("tenant-kubeconfig", "kube-system"),
+            ("tenant-kubeconfig", "kubespaces-tenant-team-borealis"),
+            // Another Secret in the tenant's own namespace.
+            ("vc-team-atlas", "kubespaces-tenant-team-atlas"),
+            ("default-token", "kubespaces-tenant-team-atlas"),
+        ] {
+            let error = kubeconfig_secret(&with_secret_ref(name, namespace)).unwrap_err();
+            let text = error.to_string();
+            assert!(
+                matches!(error, StoreError::ForeignKubeconfigSecret { .. }),
+                "{text}"
+            );
+            assert!(text.contains(&format!("{namespace}/{name}")), "{text}");
+            assert!(
+                text.contains("kubespaces-tenant-team-atlas/tenant-kubeconfig"),
+                "{text}"
+            );
+        }
     }
 }

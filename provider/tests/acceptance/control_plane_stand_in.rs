@@ -1,20 +1,22 @@
 //! CONTROL-PLANE STAND-IN. The operator does not run tenant control planes yet; when it does,
-//! it will publish each tenant's public URLs in `status.endpoints` and its kubeconfig in a
-//! Secret named by `status.kubeconfigSecretRef` (SPEC §2.5–2.6). Until then, this writes the
-//! same observable result the same way a second controller would: a Secret in the tenant's
-//! namespace, and a merge patch of the Tenant's status subresource under a field manager of its
-//! own, which the operator's server-side-applied status leaves alone.
+//! it will publish each tenant's public URLs in `status.endpoints` and its kubeconfig in the
+//! Secret `Tenant::kubeconfig_secret` names, which `status.kubeconfigSecretRef` points at (SPEC
+//! §2.5–2.6). Until then, this writes the same observable result the same way a second
+//! controller would: that Secret in the tenant's namespace, and a merge patch of the Tenant's
+//! status subresource under a field manager of its own, which the operator's
+//! server-side-applied status leaves alone.
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use kubespaces_operator::api::{SecretReference, Tenant, TenantEndpoints};
+use kubespaces_operator::api::{
+    KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, SecretReference, Tenant, TenantEndpoints,
+};
 use kubespaces_operator::names;
 
 pub const FIELD_MANAGER: &str = "kubespaces-acceptance-control-plane-stand-in";
-/// vCluster's key for the kubeconfig in its Secret.
-pub const SECRET_KEY: &str = "config";
-const SECRET_NAME: &str = "control-plane-stand-in-kubeconfig";
+/// The bearer token in the kubeconfig the stand-in publishes.
+pub const TOKEN: &str = "control-plane-stand-in-token";
 
 /// What the stand-in published for one tenant.
 pub struct Published {
@@ -46,7 +48,7 @@ impl Published {
 /// A small, valid kubeconfig for the tenant's API at `server`.
 fn kubeconfig(tenant: &str, server: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: {tenant}\n  cluster:\n    server: {server}\ncontexts:\n- name: {tenant}\n  context:\n    cluster: {tenant}\n    user: {tenant}-admin\ncurrent-context: {tenant}\nusers:\n- name: {tenant}-admin\n  user:\n    token: control-plane-stand-in\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {tenant}\n  cluster:\n    server: {server}\ncontexts:\n- name: {tenant}\n  context:\n    cluster: {tenant}\n    user: {tenant}-admin\ncurrent-context: {tenant}\nusers:\n- name: {tenant}-admin\n  user:\n    token: {TOKEN}\n"
     )
 }
 
@@ -59,13 +61,13 @@ pub async fn publish(tenant: &str) -> Published {
         kubeconfig: kubeconfig(tenant, &api),
         apps: format!("https://*.{tenant}.apps.example.com"),
         api,
-        secret_name: SECRET_NAME.to_owned(),
+        secret_name: KUBECONFIG_SECRET.to_owned(),
         secret_namespace: names::namespace(tenant),
     };
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": {"name": published.secret_name},
         "type": "Opaque",
-        "stringData": {SECRET_KEY: published.kubeconfig},
+        "stringData": {KUBECONFIG_SECRET_KEY: published.kubeconfig},
     }))
     .unwrap();
     let pp = PostParams {

@@ -20,6 +20,10 @@ async fn invalid_configuration_fails_at_plan_on_the_attribute() {
     assert!(stderr.contains("is not an email address"), "{stderr}");
 }
 
+/// Ctrl-C while apply waits for a tenant that is not getting Ready: Terraform asks the provider
+/// to stop (StopProvider) and waits for the apply to return, so it is the provider that ends the
+/// wait, early, and returns the tenant, which Terraform keeps in state, tainted. Without
+/// StopProvider the wait would run into the 10-minute create timeout.
 #[tokio::test]
 #[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
 async fn interrupt_during_apply_keeps_the_tenant_in_state() {
@@ -27,28 +31,48 @@ async fn interrupt_during_apply_keeps_the_tenant_in_state() {
     let ws = Workspace::new("sigint");
     let api = tenants().await;
     let name = format!("acc-int-{}", std::process::id());
-    ws.write(&tenant_tf(&name, "1"));
+    // Not Ready before the interrupt, nor after: the API server refuses the tenant's namespace.
+    let hold = NamespaceHold::new(
+        &format!("kubespaces-acc-int-{}", std::process::id()),
+        &names::namespace(&name),
+    )
+    .await;
+    ws.write(&tenant_tf_with(
+        &name,
+        "1",
+        "  timeouts {\n    create = \"10m\"\n  }\n",
+    ));
+    let stderr_path = ws.dir.join("apply.stderr");
     // Its own process group, like a terminal's foreground job: Ctrl-C reaches Terraform
     // and the provider alike.
-    let mut child = ws
+    let child = ws
         .command(&["apply", "-auto-approve"])
         .process_group(0)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
         .unwrap();
-    for _ in 0..100 {
-        if api.get_opt(&name).await.unwrap().is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let pgid = format!("-{}", child.id());
+    let mut terraform = KillOnDrop(child);
+    // The provider has created the tenant and is waiting for it.
+    kubespaces_acceptance::wait_for(&format!("tenant {name} to be created"), WAIT, || async {
+        api.get_opt(&name).await.unwrap().map(|_| ())
+    })
+    .await;
     Command::new("kill")
-        .args(["-INT", "--", &pgid])
+        .args(["-INT", "--", &format!("-{}", terraform.0.id())])
         .status()
         .unwrap();
-    child.wait().unwrap();
+    let status = kubespaces_acceptance::wait_for("terraform to exit after Ctrl-C", WAIT, || {
+        let exited = terraform.0.try_wait().unwrap();
+        async move { exited }
+    })
+    .await;
+    let stderr = collapsed(&std::fs::read(&stderr_path).unwrap());
+    assert!(!status.success(), "an interrupted apply fails: {stderr}");
+    assert!(
+        stderr.contains(&format!("Interrupted while waiting for tenant \"{name}\"")),
+        "the provider ended its wait on StopProvider: {stderr}"
+    );
     assert!(
         api.get_opt(&name).await.unwrap().is_some(),
         "the tenant was created"
@@ -58,6 +82,28 @@ async fn interrupt_during_apply_keeps_the_tenant_in_state() {
         state.contains("kubespaces_tenant.t"),
         "and recorded: {state}"
     );
+    assert!(
+        ws.ok(&["show"]).contains("(tainted)"),
+        "tainted, since it never got Ready"
+    );
+
+    hold.release().await;
+    ws.ok(&["destroy", "-auto-approve"]);
+    assert!(api.get_opt(&name).await.unwrap().is_none());
+}
+
+/// A spawned Terraform (and its process group), killed if the test ends before it does.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.0.id())])
+                .status();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 #[tokio::test]

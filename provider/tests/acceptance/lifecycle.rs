@@ -184,6 +184,29 @@ output "data_api" {
     );
     assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
 
+    // A status that points at any other Secret is not followed: the refresh warns, naming it,
+    // and the kubeconfig stays the one the operator's Secret held.
+    use kube::api::{Patch, PatchParams};
+    let elsewhere = serde_json::json!({"status": {"kubeconfigSecretRef": {
+        "name": "kubeconfig", "namespace": "kube-system",
+    }}});
+    let params = PatchParams {
+        field_manager: Some(control_plane_stand_in::FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch_status(&name, &params, &Patch::Merge(&elsewhere))
+        .await
+        .unwrap();
+    let out = ws.run(&["apply", "-refresh-only", "-auto-approve"]);
+    assert!(out.status.success());
+    let said = collapsed(&[out.stdout, out.stderr].concat());
+    assert!(
+        said.contains("Could not read the tenant kubeconfig")
+            && said.contains("kube-system/kubeconfig"),
+        "{said}"
+    );
+    assert_eq!(ws.outputs()["kubeconfig"], published.kubeconfig.as_str());
+
     ws.ok(&["destroy", "-auto-approve"]);
     assert!(
         api.get_opt(&name).await.unwrap().is_none(),

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 
@@ -71,6 +71,39 @@ impl TenantManager {
             .and_then(|s| s.token)
             .expect("the TokenRequest is answered with a token");
         manager
+    }
+}
+
+impl TenantManager {
+    /// Lets the identity read one tenant's kubeconfig, and nothing else: `get` on the Secret the
+    /// operator publishes, by name, in that tenant's namespace (a Role and a RoleBinding named
+    /// like the identity, which go with the namespace).
+    pub async fn allow_kubeconfig(&self, tenant: &str) {
+        let client = kube::Client::try_default().await.unwrap();
+        let namespace = kubespaces_operator::names::namespace(tenant);
+        let pp = PostParams::default();
+        let role: Role = object(serde_json::json!({
+            "metadata": {"name": self.name},
+            "rules": [{
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": [kubespaces_operator::api::KUBECONFIG_SECRET],
+                "verbs": ["get"],
+            }],
+        }));
+        Api::<Role>::namespaced(client.clone(), &namespace)
+            .create(&pp, &role)
+            .await
+            .unwrap();
+        let binding: RoleBinding = object(serde_json::json!({
+            "metadata": {"name": self.name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": self.name},
+            "subjects": [{"kind": "ServiceAccount", "name": self.name, "namespace": NAMESPACE}],
+        }));
+        Api::<RoleBinding>::namespaced(client, &namespace)
+            .create(&pp, &binding)
+            .await
+            .unwrap();
     }
 }
 

@@ -194,6 +194,31 @@ impl Workspace {
             .unwrap_or(serde_json::Value::Null)
     }
 
+    /// Every state file of the workspace as it is on disk (`terraform.tfstate`, its backup),
+    /// one after the other.
+    pub fn state_files(&self) -> String {
+        let mut files: Vec<_> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .contains(".tfstate")
+            })
+            .collect();
+        files.sort();
+        assert!(
+            files.iter().any(|p| p.ends_with("terraform.tfstate")),
+            "no terraform.tfstate in {}",
+            self.dir.display()
+        );
+        files
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect()
+    }
+
     pub fn state_value(&self, address: &str, attr: &str) -> serde_json::Value {
         self.resource_values(address)[attr].clone()
     }

@@ -1,0 +1,241 @@
+//! ValidatingAdmissionPolicies that close what RBAC alone leaves open in a tenant namespace.
+//! The owner may write RoleBindings and Services there; these policies refuse the few shapes of
+//! them that would reach past the namespace. CEL, evaluated inside the API server: no webhook to
+//! run or to fail open.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::admissionregistration::v1::{
+        MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+        ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
+        ValidatingAdmissionPolicySpec, Validation, Variable,
+    },
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta},
+};
+
+use crate::names;
+
+/// Groups that stand for everyone, or for every ServiceAccount of some or all namespaces, and
+/// the user every unauthenticated request runs as: a binding to any of them hands the
+/// namespace to people nobody chose.
+const EVERYONE_GROUPS: [&str; 3] = [
+    "system:authenticated",
+    "system:unauthenticated",
+    "system:serviceaccounts",
+];
+const SERVICE_ACCOUNTS_GROUP_PREFIX: &str = "system:serviceaccounts:";
+const ANONYMOUS_USER: &str = "system:anonymous";
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(BTreeMap::from([(
+            names::MANAGED_BY_LABEL.to_owned(),
+            names::MANAGED_BY.to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Creates and updates of `group/resource` in namespaces that carry the tenant label.
+fn in_tenant_namespaces(group: &str, resource: &str) -> MatchResources {
+    MatchResources {
+        namespace_selector: Some(LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: names::TENANT_LABEL.into(),
+                operator: "Exists".into(),
+                values: None,
+            }]),
+            ..LabelSelector::default()
+        }),
+        resource_rules: Some(vec![NamedRuleWithOperations {
+            api_groups: Some(vec![group.into()]),
+            api_versions: Some(vec!["*".into()]),
+            operations: Some(vec!["CREATE".into(), "UPDATE".into()]),
+            resources: Some(vec![resource.into()]),
+            ..NamedRuleWithOperations::default()
+        }]),
+        ..MatchResources::default()
+    }
+}
+
+fn variable(name: &str, expression: String) -> Variable {
+    Variable {
+        name: name.into(),
+        expression,
+    }
+}
+
+/// A refusal: `expression` must hold; `message_expression` says what was refused and what to
+/// do instead (`message` is the fallback should that expression fail).
+fn deny_unless(expression: &str, message_expression: String, message: &str) -> Validation {
+    Validation {
+        expression: expression.into(),
+        message_expression: Some(message_expression),
+        message: Some(message.into()),
+        reason: Some("Forbidden".into()),
+    }
+}
+
+/// The policy with `validations` over `matching`, and its binding (deny, everywhere it matches).
+fn policy(
+    name: &str,
+    matching: MatchResources,
+    variables: Vec<Variable>,
+    validations: Vec<Validation>,
+) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let policy = ValidatingAdmissionPolicy {
+        metadata: meta(name),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            // A policy that cannot be evaluated refuses: these are the isolation's last line.
+            failure_policy: Some("Fail".into()),
+            match_constraints: Some(matching),
+            variables: (!variables.is_empty()).then_some(variables),
+            validations: Some(validations),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    };
+    let binding = ValidatingAdmissionPolicyBinding {
+        metadata: meta(name),
+        spec: ValidatingAdmissionPolicyBindingSpec {
+            policy_name: name.into(),
+            validation_actions: vec!["Deny".into()],
+            ..ValidatingAdmissionPolicyBindingSpec::default()
+        },
+    };
+    (policy, binding)
+}
+
+/// RoleBindings in a tenant namespace may not grant their role to everyone (the groups of all
+/// users, of unauthenticated requests, of ServiceAccounts, or the anonymous user), nor to
+/// ServiceAccounts of other namespaces: either would let people outside the tenant act inside
+/// it with the owner's rights.
+pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let groups = EVERYONE_GROUPS
+        .iter()
+        .map(|g| format!("'{g}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let everyone = format!(
+        "has(object.subjects) ? object.subjects.filter(s, \
+         (s.kind == 'Group' && (s.name in [{groups}] || s.name.startsWith('{SERVICE_ACCOUNTS_GROUP_PREFIX}'))) || \
+         (s.kind == 'User' && s.name == '{ANONYMOUS_USER}')) : []"
+    );
+    // An empty namespace on a ServiceAccount subject of a RoleBinding means the binding's own.
+    // `s.namespace`, not the escaped `s.__namespace__` of CRD rules: admission policies on
+    // Kubernetes 1.37 do not find the latter.
+    let foreign = "has(object.subjects) ? object.subjects.filter(s, \
+         s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace != '' && \
+         s.namespace != request.namespace) : []"
+        .to_owned();
+    policy(
+        names::ROLE_BINDING_GUARD,
+        in_tenant_namespaces("rbac.authorization.k8s.io", "rolebindings"),
+        vec![
+            variable("everyone", everyone),
+            variable("foreign", foreign),
+        ],
+        vec![
+            deny_unless(
+                "size(variables.everyone) == 0",
+                "'RoleBinding ' + object.metadata.name + ' may not grant its role to ' + \
+                 variables.everyone.map(s, s.kind + ' ' + s.name).join(', ') + \
+                 ': in a tenant namespace, bind named users or groups, or ServiceAccounts of this namespace'"
+                    .into(),
+                "a RoleBinding in a tenant namespace may not grant its role to everyone \
+                 (system:authenticated, system:unauthenticated, system:serviceaccounts*, \
+                 system:anonymous)",
+            ),
+            deny_unless(
+                "size(variables.foreign) == 0",
+                "'RoleBinding ' + object.metadata.name + ' may not grant its role to ' + \
+                 variables.foreign.map(s, 'ServiceAccount ' + s.namespace + '/' + s.name).join(', ') + \
+                 ': in a tenant namespace, bind only ServiceAccounts of this namespace'"
+                    .into(),
+                "a RoleBinding in a tenant namespace may not grant its role to ServiceAccounts of \
+                 other namespaces",
+            ),
+        ],
+    )
+}
+
+/// Services in a tenant namespace may not set `spec.externalIPs`: kube-proxy on every node
+/// would send traffic for those addresses, whoever's they are, to the tenant's pods
+/// (CVE-2020-8554).
+pub fn service_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    policy(
+        names::SERVICE_GUARD,
+        in_tenant_namespaces("", "services"),
+        vec![],
+        vec![deny_unless(
+            "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
+            "'Service ' + object.metadata.name + ' may not set spec.externalIPs (' + \
+             object.spec.externalIPs.join(', ') + \
+             '): in a tenant namespace a Service could capture traffic meant for those addresses \
+             (CVE-2020-8554); expose it through the platform gateway instead'"
+                .into(),
+            "a Service in a tenant namespace may not set spec.externalIPs (CVE-2020-8554); expose \
+             it through the platform gateway instead",
+        )],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_guards_deny_in_tenant_namespaces_only_and_fail_closed() {
+        for (policy, binding) in [role_binding_guard(), service_guard()] {
+            let spec = policy.spec.unwrap();
+            assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
+            let matching = spec.match_constraints.unwrap();
+            let required = &matching
+                .namespace_selector
+                .unwrap()
+                .match_expressions
+                .unwrap()[0];
+            assert_eq!(
+                (required.key.as_str(), required.operator.as_str()),
+                (names::TENANT_LABEL, "Exists")
+            );
+            let rule = &matching.resource_rules.unwrap()[0];
+            assert_eq!(
+                rule.operations.as_deref(),
+                Some(&["CREATE".to_owned(), "UPDATE".to_owned()][..])
+            );
+            let binding = binding.spec;
+            assert_eq!(Some(binding.policy_name), policy.metadata.name);
+            assert_eq!(binding.validation_actions, ["Deny"]);
+            for v in spec.validations.unwrap() {
+                assert_eq!(v.reason.as_deref(), Some("Forbidden"));
+                assert!(v.message.is_some_and(|m| m.contains("tenant namespace")));
+            }
+        }
+    }
+
+    #[test]
+    fn the_role_binding_guard_names_everyone_and_foreign_accounts() {
+        let spec = role_binding_guard().0.spec.unwrap();
+        let variables = spec.variables.unwrap();
+        let everyone = &variables[0].expression;
+        for name in [
+            "'system:authenticated'",
+            "'system:unauthenticated'",
+            "'system:serviceaccounts'",
+            "startsWith('system:serviceaccounts:')",
+            "'system:anonymous'",
+        ] {
+            assert!(everyone.contains(name), "{name} in {everyone}");
+        }
+        // `namespace` is a CEL reserved word but works as a field name after a dot; admission
+        // policies do not know the escaped `__namespace__` of CRD rules (on 1.37 has() is false).
+        let foreign = &variables[1].expression;
+        assert!(
+            foreign.contains("s.namespace != request.namespace") && !foreign.contains("__"),
+            "{foreign}"
+        );
+    }
+}
