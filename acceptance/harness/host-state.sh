@@ -37,8 +37,14 @@ snapshot() {
   section iptables
   for t in iptables-save ip6tables-save; do
     command -v "$t" >/dev/null || continue
-    # Counters and the generated-by comments change between two identical rule sets.
-    "$t" 2>/dev/null | sed -e '/^#/d' -E -e 's/\[[0-9]+:[0-9]+\]//' | sed "s/^/$t /"
+    # Counters and the generated-by comments change between two identical rule sets, and a table
+    # that holds nothing but built-in chains accepting everything is no rule at all (the kernel
+    # shows the table once anything has touched it). Each line is prefixed with its table.
+    "$t" 2>/dev/null | awk -v t="$t" '
+      /^#/ || /^COMMIT/ { next }
+      /^\*/ { table = substr($0, 2); next }
+      /^:(INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) ACCEPT/ { next }
+      { gsub(/\[[0-9]+:[0-9]+\]/, ""); print t, table, $0 }'
   done | sort
   section ipsets;  { command -v ipset >/dev/null && ipset list -n 2>/dev/null; } | sort || true
   section mounts;  awk '{print $2, $3}' /proc/self/mounts | sort
