@@ -146,6 +146,8 @@ pub struct RunConfig {
     /// only the operator's caches; nothing is written unless something drifted.
     #[arg(long, env = "KUBESPACES_RESYNC", default_value = "10m", value_parser = parse_duration)]
     pub resync: Duration,
+    #[command(flatten)]
+    pub leader: crate::leader::LeaderConfig,
 }
 
 /// `v1.N` or `latest`, as the Pod Security admission labels take them.

@@ -13,6 +13,7 @@ pub mod controller;
 pub mod error;
 pub mod http;
 pub mod kube_client;
+pub mod leader;
 pub mod manifests;
 pub mod metrics;
 pub mod names;

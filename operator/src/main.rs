@@ -1,11 +1,18 @@
 //! `kubespaces-operator`: runs the Tenant controller, or prints the install manifests.
 
-use std::sync::{Arc, atomic::AtomicBool};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use kubespaces_operator::{
-    config::RunConfig, controller, http, kube_client, manifests, metrics::Metrics,
+    config::RunConfig,
+    controller, http, kube_client,
+    leader::{Election, Role, WriteGate},
+    manifests,
+    metrics::Metrics,
 };
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -93,8 +100,20 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run(config: RunConfig) -> anyhow::Result<()> {
     let metrics = Metrics::shared();
-    let client = kube_client::client(metrics.clone())
+    let kube_config = kube_client::config()
         .await
+        .context("reading the Kubernetes client configuration")?;
+    let mut election = match config.leader.enabled {
+        true => Some(Election::start(
+            kube_client::election(&kube_config).context("building the election's client")?,
+            &config.leader,
+        )?),
+        false => None,
+    };
+    let gate = election
+        .as_ref()
+        .map_or_else(WriteGate::open, |e| e.gate.clone());
+    let client = kube_client::controller(kube_config, metrics.clone(), gate)
         .context("connecting to the Kubernetes API")?;
     let ready = Arc::new(AtomicBool::new(false));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -120,9 +139,46 @@ async fn run(config: RunConfig) -> anyhow::Result<()> {
     info!(metrics_addr = %config.metrics_addr, "kubespaces-operator starting");
     let set_ready = {
         let ready = ready.clone();
-        move || ready.store(true, std::sync::atomic::Ordering::Relaxed)
+        move || ready.store(true, Ordering::Relaxed)
     };
-    controller::run(client, config, metrics, set_ready, stopped(stop_rx)).await?;
+    let result = match election.as_mut() {
+        None => {
+            metrics.leader.set(1);
+            controller::run(client, config, metrics.clone(), set_ready, stopped(stop_rx))
+                .await
+                .map_err(anyhow::Error::from)
+        }
+        Some(election) => {
+            // A standby is ready once it reaches the Lease: it serves its purpose by waiting,
+            // and a rollout or a PodDisruptionBudget must be able to count it.
+            let mut role = election.role.clone();
+            tokio::select! {
+                _ = role.wait_for(|r| *r != Role::Connecting) => ready.store(true, Ordering::Relaxed),
+                _ = stopped(stop_rx.clone()) => {}
+            }
+            tokio::select! {
+                leading = election.leading() => match leading {
+                    Err(lost) => Err(lost.into()),
+                    Ok(()) => {
+                        metrics.leader.set(1);
+                        info!("leading: starting the controller");
+                        let lost = election.lost();
+                        tokio::select! {
+                            run = controller::run(client, config, metrics.clone(), set_ready, stopped(stop_rx)) => run.map_err(anyhow::Error::from),
+                            lost = lost => Err(lost.into()),
+                        }
+                    }
+                },
+                _ = stopped(stop_rx.clone()) => Ok(()),
+            }
+        }
+    };
+    metrics.leader.set(0);
+    // Leadership lost or start-up failed: end now, without waiting for the probe server.
+    result?;
+    if let Some(election) = election {
+        election.resign().await;
+    }
     match server.await {
         Ok(result) => result.context("metrics server")?,
         Err(e) => return Err(e).context("metrics server task"),

@@ -37,6 +37,7 @@ pub struct Metrics {
     pub tenants: Family<PhaseLabels, Gauge>,
     pub time_to_ready: Histogram,
     pub api_requests: Family<RequestLabels, Counter>,
+    pub leader: Gauge,
     phases: Mutex<HashMap<String, Phase>>,
 }
 
@@ -52,6 +53,7 @@ impl Default for Metrics {
         let time_to_ready =
             Histogram::new([1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0]);
         let api_requests = Family::<RequestLabels, Counter>::default();
+        let leader = Gauge::default();
         registry.register("reconcile", "Tenant reconciles run", reconciles.clone());
         registry.register(
             "reconcile_errors",
@@ -75,8 +77,15 @@ impl Default for Metrics {
         );
         registry.register(
             "kube_api_requests",
-            "Requests this operator sent to the Kubernetes API, by verb",
+            "Requests this operator's controller sent to the Kubernetes API, by verb (writes: \
+             POST, PUT, PATCH, DELETE); the leader election's Lease requests are not counted",
             api_requests.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease and reconciles (always, without leader \
+             election); 0 otherwise",
+            leader.clone(),
         );
         for phase in Phase::ALL {
             let _ = tenants.get_or_create(&PhaseLabels {
@@ -91,6 +100,7 @@ impl Default for Metrics {
             tenants,
             time_to_ready,
             api_requests,
+            leader,
             phases: Mutex::new(HashMap::new()),
         }
     }
