@@ -11,7 +11,10 @@ use std::sync::Arc;
 use kube::{Client, Config, client::ClientBuilder};
 use tower::{ServiceBuilder, filter::FilterLayer, util::MapRequestLayer};
 
+use tracing::error;
+
 use crate::{
+    access,
     leader::WriteGate,
     metrics::{Metrics, RequestLabels},
 };
@@ -50,6 +53,13 @@ pub fn controller(
             .api_requests
             .get_or_create(&RequestLabels { verb })
             .inc();
+        let listed = access::request_attributes(request.method(), request.uri())
+            .is_some_and(|a| access::covers(access::CONTROLLER, &a));
+        if !listed {
+            // A call the generated ClusterRole does not grant: a bug in access::CONTROLLER.
+            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER");
+            metrics.api_requests_unlisted.inc();
+        }
         request
     });
     // Outermost: a refused write never reaches the counter (nor the API server).

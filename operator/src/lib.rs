@@ -5,6 +5,7 @@
 //! - [`conditions`], [`build`], [`reconcile::observe`], [`reconcile::drift`]: pure domain logic.
 //! - [`reconcile`], [`controller`]: the Kubernetes glue.
 
+pub mod access;
 pub mod api;
 pub mod build;
 pub mod conditions;

@@ -1,11 +1,11 @@
 //! Install manifests generated from the Rust types: the Tenant CRD, the tenant-owner
-//! ClusterRole and the admission policies. They are committed under `operator/manifests/`; a
+//! ClusterRole, the admission policies and the operator's own RBAC. They are committed under `operator/manifests/`; a
 //! test fails when they are stale.
 
 use kube::CustomResourceExt;
 use serde::Serialize;
 
-use crate::{api::Tenant, build};
+use crate::{access, api::Tenant, build};
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not render {what} as YAML: {source}")]
@@ -94,6 +94,24 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                 "the tenant-owner ClusterRole",
                 "What a tenant owner may do in their own namespace (bound there by the operator).",
                 &build::owner_cluster_role(),
+            )?,
+        ),
+        (
+            "operator-clusterrole.yaml",
+            render(
+                "the operator ClusterRole",
+                "What the operator may do, cluster-wide: derived from the table of its API calls \
+                 (operator/src/access.rs).",
+                &access::operator_cluster_role(),
+            )?,
+        ),
+        (
+            "operator-lease-role.yaml",
+            render(
+                "the leader election Role",
+                "The leader Lease, in the operator's own namespace (bind it there): derived from \
+                 operator/src/access.rs.",
+                &access::leader_election_role(),
             )?,
         ),
     ])

@@ -38,6 +38,7 @@ pub struct Metrics {
     pub time_to_ready: Histogram,
     pub api_requests: Family<RequestLabels, Counter>,
     pub leader: Gauge,
+    pub api_requests_unlisted: Counter,
     phases: Mutex<HashMap<String, Phase>>,
 }
 
@@ -54,6 +55,7 @@ impl Default for Metrics {
             Histogram::new([1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0]);
         let api_requests = Family::<RequestLabels, Counter>::default();
         let leader = Gauge::default();
+        let api_requests_unlisted = Counter::default();
         registry.register("reconcile", "Tenant reconciles run", reconciles.clone());
         registry.register(
             "reconcile_errors",
@@ -82,6 +84,12 @@ impl Default for Metrics {
             api_requests.clone(),
         );
         registry.register(
+            "kube_api_requests_unlisted",
+            "Requests of the controller that its RBAC table (access::CONTROLLER, from which the \
+             ClusterRole is generated) does not list: always 0 unless the table is incomplete",
+            api_requests_unlisted.clone(),
+        );
+        registry.register(
             "leader",
             "1 while this replica holds the leader Lease and reconciles (always, without leader \
              election); 0 otherwise",
@@ -101,6 +109,7 @@ impl Default for Metrics {
             time_to_ready,
             api_requests,
             leader,
+            api_requests_unlisted,
             phases: Mutex::new(HashMap::new()),
         }
     }

@@ -1,0 +1,399 @@
+//! What the operator calls on the Kubernetes API, in one table, and the RBAC derived from it:
+//! the ClusterRole `kubespaces:operator` (controller) and a namespaced Role for the leader
+//! Lease. No wildcard anywhere.
+//!
+//! What is derived and what is listed, honestly:
+//! - The table ([`CONTROLLER`], [`ELECTION`]) is written by hand, one line per resource, with
+//!   the code that needs each verb. The roles are generated from it (`manifests`), so the table
+//!   and the roles cannot disagree.
+//! - That the table covers what the code really calls is checked twice: a unit test ties every
+//!   kind the controller watches or writes (its Rust types) to a line, and at run time every
+//!   request the controller's client sends is matched against the table
+//!   ([`request_attributes`], [`covers`]); one that is not covered is logged and counted in
+//!   `kubespaces_kube_api_requests_unlisted_total`, which the acceptance tests keep at zero
+//!   while the suite runs the operator under the generated role.
+//! - The `bind` permission on the owner ClusterRole is listed by hand: the API server's RBAC
+//!   escalation check asks for it when the operator creates RoleBindings to that role, and it
+//!   is why the operator does not need to hold every permission it grants to owners.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::rbac::v1::{ClusterRole, PolicyRule, Role},
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+
+use crate::names;
+
+/// One resource the operator uses and the verbs it uses it with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub group: &'static str,
+    /// Plural resource name, `resource/subresource` for a subresource.
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+    /// Only these objects (empty: any).
+    pub names: &'static [&'static str],
+    /// Where in the code the verbs come from.
+    pub why: &'static str,
+}
+
+const fn access(
+    group: &'static str,
+    resource: &'static str,
+    verbs: &'static [&'static str],
+    why: &'static str,
+) -> Access {
+    Access {
+        group,
+        resource,
+        verbs,
+        names: &[],
+        why,
+    }
+}
+
+/// The ClusterRole of the operator.
+pub const OPERATOR_CLUSTER_ROLE: &str = "kubespaces:operator";
+/// The Role for the leader Lease (bound in the operator's namespace).
+pub const LEADER_ELECTION_ROLE: &str = "kubespaces:operator-leader-election";
+
+/// Everything the controller calls (cluster-wide).
+pub const CONTROLLER: &[Access] = &[
+    access(
+        "kubespaces.io",
+        "tenants",
+        &["list", "watch", "patch"],
+        "controller: CRD check (list) and watch; reconcile: add the finalizer (merge patch), \
+         remove it (JSON patch)",
+    ),
+    access(
+        "kubespaces.io",
+        "tenants/status",
+        &["patch"],
+        "reconcile::status::write (server-side apply of the status)",
+    ),
+    access(
+        "kubespaces.io",
+        "tenants/finalizers",
+        &["update"],
+        "the namespace's owner reference to its Tenant sets blockOwnerDeletion, which the \
+         OwnerReferencesPermissionEnforcement admission plugin allows only with this",
+    ),
+    access(
+        "",
+        "namespaces",
+        &["get", "list", "watch", "create", "patch", "delete"],
+        "controller: watch; host::ensure: create, read a conflicting one (get), apply (patch); \
+         teardown: read fresh (get), delete, drop the owner reference (patch)",
+    ),
+    access(
+        "",
+        "resourcequotas",
+        &["list", "watch", "create", "patch"],
+        "controller: watch; host::apply: create, else server-side apply",
+    ),
+    access(
+        "",
+        "limitranges",
+        &["list", "watch", "create", "patch"],
+        "controller: watch; host::apply: create, else server-side apply",
+    ),
+    access(
+        "rbac.authorization.k8s.io",
+        "rolebindings",
+        &["list", "watch", "create", "patch"],
+        "controller: watch; host::apply: create, else server-side apply",
+    ),
+    Access {
+        group: "rbac.authorization.k8s.io",
+        resource: "clusterroles",
+        verbs: &["bind"],
+        names: &[names::OWNER_CLUSTER_ROLE],
+        why: "the owner RoleBinding refers to this ClusterRole: binding it needs `bind` on it \
+              (or every permission in it, which the operator does not hold)",
+    },
+    access(
+        "networking.k8s.io",
+        "networkpolicies",
+        &["list", "watch", "create", "patch"],
+        "controller: watch; host::apply: create, else server-side apply",
+    ),
+    access(
+        "events.k8s.io",
+        "events",
+        &["create", "patch"],
+        "reconcile::publish through kube's Recorder: create, patch to count repeats",
+    ),
+];
+
+/// What the leader election calls, in the operator's own namespace.
+pub const ELECTION: &[Access] = &[access(
+    "coordination.k8s.io",
+    "leases",
+    &["get", "create", "patch", "list", "watch"],
+    "kube-lease-manager: read (get), create if missing, take/renew/release (patch); \
+     leader::watch_lease: the write fence (list, watch)",
+)];
+
+/// What a request asks of the API server, in RBAC terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestAttributes {
+    pub group: String,
+    /// `resource` or `resource/subresource`.
+    pub resource: String,
+    pub name: Option<String>,
+    pub verb: &'static str,
+}
+
+/// The RBAC attributes of a request to a resource path (`/api/...`, `/apis/...`), as the API
+/// server's request-info parser derives them; None for anything else (discovery, /version).
+pub fn request_attributes(method: &http::Method, uri: &http::Uri) -> Option<RequestAttributes> {
+    let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let rest = match rest {
+        // Namespaced objects; `namespaces/<ns>/status|finalize` are the namespace's own.
+        ["namespaces", _ns, tail @ ..]
+            if !tail.is_empty() && !["status", "finalize"].contains(&tail[0]) =>
+        {
+            tail
+        }
+        rest => rest,
+    };
+    let (resource, name, sub) = match rest {
+        [resource] => (*resource, None, None),
+        [resource, name] => (*resource, Some(*name), None),
+        [resource, name, sub] => (*resource, Some(*name), Some(*sub)),
+        _ => return None,
+    };
+    let watch = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    let verb = match *method {
+        http::Method::GET if watch => "watch",
+        http::Method::GET if name.is_some() => "get",
+        http::Method::GET => "list",
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE if name.is_some() => "delete",
+        http::Method::DELETE => "deletecollection",
+        _ => return None,
+    };
+    Some(RequestAttributes {
+        group: group.to_owned(),
+        resource: match sub {
+            Some(sub) => format!("{resource}/{sub}"),
+            None => resource.to_owned(),
+        },
+        name: name.map(String::from),
+        verb,
+    })
+}
+
+/// True when one line of `table` allows the request.
+pub fn covers(table: &[Access], request: &RequestAttributes) -> bool {
+    table.iter().any(|a| {
+        a.group == request.group
+            && a.resource == request.resource
+            && a.verbs.contains(&request.verb)
+            && (a.names.is_empty()
+                || request
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| a.names.contains(&n)))
+    })
+}
+
+fn rules(table: &[Access]) -> Vec<PolicyRule> {
+    table
+        .iter()
+        .map(|a| PolicyRule {
+            api_groups: Some(vec![a.group.to_owned()]),
+            resources: Some(vec![a.resource.to_owned()]),
+            resource_names: (!a.names.is_empty())
+                .then(|| a.names.iter().map(|n| n.to_string()).collect()),
+            verbs: a.verbs.iter().map(|v| v.to_string()).collect(),
+            ..PolicyRule::default()
+        })
+        .collect()
+}
+
+fn metadata(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(BTreeMap::from([(
+            names::MANAGED_BY_LABEL.to_owned(),
+            names::MANAGED_BY.to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The operator's ClusterRole, from [`CONTROLLER`].
+pub fn operator_cluster_role() -> ClusterRole {
+    ClusterRole {
+        metadata: metadata(OPERATOR_CLUSTER_ROLE),
+        rules: Some(rules(CONTROLLER)),
+        ..ClusterRole::default()
+    }
+}
+
+/// The leader election's Role, from [`ELECTION`]; no namespace: it is created and bound in the
+/// operator's namespace.
+pub fn leader_election_role() -> Role {
+    Role {
+        metadata: metadata(LEADER_ELECTION_ROLE),
+        rules: Some(rules(ELECTION)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::{
+        coordination::v1::Lease,
+        core::v1::{LimitRange, Namespace, ResourceQuota},
+        events::v1::Event,
+        networking::v1::NetworkPolicy,
+        rbac::v1::RoleBinding,
+    };
+    use kube::Resource;
+
+    use super::*;
+    use crate::api::Tenant;
+
+    fn line<K: Resource<DynamicType = ()>>(table: &[Access]) -> Option<Access> {
+        let (group, plural) = (K::group(&()), K::plural(&()));
+        table
+            .iter()
+            .find(|a| a.group == group && a.resource == plural)
+            .copied()
+    }
+
+    /// Every kind the controller watches (its caches and the Tenant watch in `controller`) can
+    /// be listed and watched, and every kind `reconcile::host::apply` writes can be created and
+    /// server-side applied.
+    #[test]
+    fn every_kind_the_controller_uses_has_a_line() {
+        fn watched_and_applied<K: Resource<DynamicType = ()>>() {
+            let a = line::<K>(CONTROLLER).unwrap_or_else(|| panic!("{}", K::kind(&())));
+            for verb in ["list", "watch", "create", "patch"] {
+                assert!(a.verbs.contains(&verb), "{} {verb}", K::kind(&()));
+            }
+        }
+        watched_and_applied::<Namespace>();
+        watched_and_applied::<ResourceQuota>();
+        watched_and_applied::<LimitRange>();
+        watched_and_applied::<RoleBinding>();
+        watched_and_applied::<NetworkPolicy>();
+        let tenants = line::<Tenant>(CONTROLLER).unwrap();
+        assert_eq!(tenants.verbs, ["list", "watch", "patch"]);
+        let events = line::<Event>(CONTROLLER).unwrap();
+        assert_eq!(events.verbs, ["create", "patch"]);
+        let namespaces = line::<Namespace>(CONTROLLER).unwrap();
+        assert!(namespaces.verbs.contains(&"delete") && namespaces.verbs.contains(&"get"));
+        let leases = line::<Lease>(ELECTION).unwrap();
+        assert!(leases.verbs.contains(&"patch") && leases.verbs.contains(&"watch"));
+        assert!(
+            line::<Lease>(CONTROLLER).is_none(),
+            "Leases only in the namespaced Role"
+        );
+    }
+
+    #[test]
+    fn no_wildcards_and_bind_only_on_the_owner_role() {
+        for a in CONTROLLER.iter().chain(ELECTION) {
+            assert!(!a.group.contains('*') && !a.resource.contains('*'), "{a:?}");
+            assert!(a.verbs.iter().all(|v| !v.contains('*')), "{a:?}");
+            assert!(!a.verbs.contains(&"escalate") && !a.verbs.contains(&"impersonate"));
+            if a.verbs.contains(&"bind") {
+                assert_eq!(a.verbs, ["bind"]);
+                assert_eq!(a.names, [names::OWNER_CLUSTER_ROLE]);
+            }
+        }
+        let role = operator_cluster_role();
+        let bind = role
+            .rules
+            .iter()
+            .flatten()
+            .find(|r| r.verbs.contains(&"bind".to_owned()))
+            .unwrap();
+        assert_eq!(
+            bind.resource_names.as_deref(),
+            Some(&[names::OWNER_CLUSTER_ROLE.to_owned()][..])
+        );
+    }
+
+    fn attrs(method: http::Method, uri: &str) -> Option<RequestAttributes> {
+        request_attributes(&method, &uri.parse().unwrap())
+    }
+
+    #[test]
+    fn requests_are_read_as_the_api_server_reads_them() {
+        use http::Method;
+        let a = attrs(
+            Method::GET,
+            "/apis/kubespaces.io/v1alpha1/tenants?&watch=true&timeoutSeconds=290",
+        )
+        .unwrap();
+        assert_eq!(
+            (a.group.as_str(), a.resource.as_str(), a.verb),
+            ("kubespaces.io", "tenants", "watch")
+        );
+        let a = attrs(
+            Method::PATCH,
+            "/apis/kubespaces.io/v1alpha1/tenants/t/status?fieldManager=x",
+        )
+        .unwrap();
+        assert_eq!((a.resource.as_str(), a.verb), ("tenants/status", "patch"));
+        let a = attrs(Method::GET, "/api/v1/namespaces/kubespaces-tenant-t").unwrap();
+        assert_eq!(
+            (a.resource.as_str(), a.verb, a.name.as_deref()),
+            ("namespaces", "get", Some("kubespaces-tenant-t"))
+        );
+        let a = attrs(Method::POST, "/api/v1/namespaces/ns/resourcequotas").unwrap();
+        assert_eq!((a.resource.as_str(), a.verb), ("resourcequotas", "create"));
+        let a = attrs(Method::DELETE, "/api/v1/namespaces/ns").unwrap();
+        assert_eq!((a.resource.as_str(), a.verb), ("namespaces", "delete"));
+        let a = attrs(Method::PUT, "/api/v1/namespaces/ns/finalize").unwrap();
+        assert_eq!(
+            (a.resource.as_str(), a.verb),
+            ("namespaces/finalize", "update")
+        );
+        let a = attrs(
+            Method::PATCH,
+            "/apis/events.k8s.io/v1/namespaces/default/events/e1",
+        )
+        .unwrap();
+        assert_eq!(
+            (a.group.as_str(), a.resource.as_str(), a.verb),
+            ("events.k8s.io", "events", "patch")
+        );
+        assert!(attrs(Method::GET, "/version").is_none());
+        assert!(attrs(Method::GET, "/apis").is_none());
+    }
+
+    #[test]
+    fn the_table_covers_what_it_lists_and_nothing_else() {
+        use http::Method;
+        let covered = |m, uri| covers(CONTROLLER, &attrs(m, uri).unwrap());
+        assert!(covered(
+            Method::POST,
+            "/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies"
+        ));
+        assert!(!covered(
+            Method::DELETE,
+            "/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies/p"
+        ));
+        assert!(!covered(Method::GET, "/api/v1/namespaces/ns/secrets"));
+        assert!(!covered(Method::GET, "/api/v1/namespaces/ns/secrets/s"));
+        assert!(!covered(
+            Method::PATCH,
+            "/apis/kubespaces.io/v1alpha1/tenants/t/scale"
+        ));
+    }
+}
