@@ -16,14 +16,16 @@
 #   tofu           OpenTofu (acceptance/tools/tofu), for the provider's acceptance tests
 #   tf-kubectl     gavinbunney/terraform-provider-kubectl (acceptance/tools/tf-kubectl), the Go
 #                  provider the provider benchmark compares against (run-provider-bench.sh)
+#   helm           Helm v3 (acceptance/tools/helm), which installs charts/kubespaces (make test,
+#                  make up); its default Kubernetes version is the cluster's
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(tofu tf-kubectl); shift ;;
-    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(tofu tf-kubectl helm); shift ;;
+    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -159,7 +161,20 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       dir=$(build_cached tf-kubectl "$TFK_V" "$TOOLS/tf-kubectl" "-s -w" \
         github.com/gavinbunney/terraform-provider-kubectl)
       ln -sfn "$dir/terraform-provider-kubectl" "$BIN/terraform-provider-kubectl" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl)" >&2; exit 2 ;;
+    helm)
+      HELM_V=$(modversion helm.sh/helm/v3 "$TOOLS/helm")
+      # Stamped like Helm's release build (its Makefile): `helm version` reports the release, and
+      # the Kubernetes version that `helm lint` and `helm template` assume without a cluster is the
+      # one this cluster runs (unstamped it is 1.20, which predates the APIs the chart uses).
+      HP=helm.sh/helm/v3
+      HELM_LD="-s -w -X $HP/internal/version.version=$HELM_V -X $HP/internal/version.metadata="
+      HELM_LD+=" -X $HP/internal/version.gitTreeState=clean"
+      for p in $HP/pkg/chartutil $HP/pkg/lint/rules; do
+        HELM_LD+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$K8S_MINOR"
+      done
+      dir=$(build_cached helm "$HELM_V" "$TOOLS/helm" "$HELM_LD" $HP/cmd/helm)
+      ln -sfn "$dir/helm" "$BIN/helm" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"
