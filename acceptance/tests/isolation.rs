@@ -9,7 +9,8 @@
 //! - The owner. Through impersonation, the owner is refused each way out of the namespace that
 //!   RBAC alone would leave open: Endpoints and EndpointSlices, `services/proxy`, a RoleBinding
 //!   for everyone or another namespace's ServiceAccount, a Service with externalIPs, a NodePort
-//!   or LoadBalancer Service. The same requests pass where the guards do not apply.
+//!   or LoadBalancer Service. The same requests pass where the guards do not apply, and a
+//!   platform administrator may bind a ServiceAccount of another namespace.
 //!
 //! Needs KUBECONFIG, KUBESPACES_KUBECTL, KUBESPACES_ACCEPTANCE, KUBESPACES_BUSYBOX_IMAGE and
 //! KUBESPACES_NODE_IP.
@@ -510,6 +511,27 @@ async fn the_owner_is_refused_every_way_out_of_the_namespace() {
                     "name": "system:authenticated"}]),
         )),
         "a RoleBinding to system:authenticated outside tenant namespaces",
+    );
+    // And inside the tenant namespace, a platform administrator (who could bind anyone
+    // cluster-wide anyway) may bind another namespace's ServiceAccount, e.g. a CI identity.
+    assert_admitted(
+        &env.kubectl(
+            &[
+                "-n",
+                ns.as_str(),
+                "create",
+                "--dry-run=server",
+                "-o",
+                "name",
+                "-f",
+                "-",
+            ],
+            Some(&role_binding(
+                &ns,
+                json!([{"kind": "ServiceAccount", "name": "default", "namespace": other_ns}]),
+            )),
+        ),
+        "an administrator's RoleBinding to another namespace's ServiceAccount",
     );
 
     delete_tenant(&env, tenant).await;

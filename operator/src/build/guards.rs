@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{
     api::admissionregistration::v1::{
-        MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+        MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
         ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
         ValidatingAdmissionPolicySpec, Validation, Variable,
     },
@@ -26,6 +26,11 @@ const EVERYONE_GROUPS: [&str; 3] = [
 ];
 const SERVICE_ACCOUNTS_GROUP_PREFIX: &str = "system:serviceaccounts:";
 const ANONYMOUS_USER: &str = "system:anonymous";
+/// True for requesters who may not create ClusterRoleBindings. Whoever may can already grant
+/// anyone anything cluster-wide, so the guard would stop nothing there; it would only get in the
+/// way of platform administrators, e.g. binding a CI ServiceAccount to read one Secret of a
+/// tenant namespace. Tenant owners hold no such right.
+const CLUSTER_WIDE_GRANTOR: &str = "!authorizer.group('rbac.authorization.k8s.io').resource('clusterrolebindings').check('create').allowed()";
 
 fn meta(name: &str) -> ObjectMeta {
     ObjectMeta {
@@ -82,6 +87,7 @@ fn deny_unless(expression: &str, message_expression: String, message: &str) -> V
 fn policy(
     name: &str,
     matching: MatchResources,
+    conditions: Vec<MatchCondition>,
     variables: Vec<Variable>,
     validations: Vec<Validation>,
 ) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
@@ -91,6 +97,7 @@ fn policy(
             // A policy that cannot be evaluated refuses: these are the isolation's last line.
             failure_policy: Some("Fail".into()),
             match_constraints: Some(matching),
+            match_conditions: (!conditions.is_empty()).then_some(conditions),
             variables: (!variables.is_empty()).then_some(variables),
             validations: Some(validations),
             ..ValidatingAdmissionPolicySpec::default()
@@ -111,7 +118,8 @@ fn policy(
 /// RoleBindings in a tenant namespace may not grant their role to everyone (the groups of all
 /// users, of unauthenticated requests, of ServiceAccounts, or the anonymous user), nor to
 /// ServiceAccounts of other namespaces: either would let people outside the tenant act inside
-/// it with the owner's rights.
+/// it with the owner's rights. It holds for everyone who could not grant as much cluster-wide
+/// anyway ([`CLUSTER_WIDE_GRANTOR`]): tenant owners and their workloads, not the platform's admins.
 pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
     let groups = EVERYONE_GROUPS
         .iter()
@@ -133,6 +141,10 @@ pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPo
     policy(
         names::ROLE_BINDING_GUARD,
         in_tenant_namespaces("rbac.authorization.k8s.io", "rolebindings"),
+        vec![MatchCondition {
+            name: "requester-cannot-grant-cluster-wide".into(),
+            expression: CLUSTER_WIDE_GRANTOR.into(),
+        }],
         vec![
             variable("everyone", everyone),
             variable("foreign", foreign),
@@ -168,6 +180,7 @@ pub fn service_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyB
     policy(
         names::SERVICE_GUARD,
         in_tenant_namespaces("", "services"),
+        vec![],
         vec![],
         vec![deny_unless(
             "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
@@ -230,6 +243,15 @@ mod tests {
         ] {
             assert!(everyone.contains(name), "{name} in {everyone}");
         }
+        let condition = &spec.match_conditions.unwrap()[0];
+        assert!(
+            condition.expression.starts_with('!')
+                && condition
+                    .expression
+                    .contains("resource('clusterrolebindings')"),
+            "applies to those who cannot bind cluster-wide: {}",
+            condition.expression
+        );
         // `namespace` is a CEL reserved word but works as a field name after a dot; admission
         // policies do not know the escaped `__namespace__` of CRD rules (on 1.37 has() is false).
         let foreign = &variables[1].expression;
