@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# images.sh build|import STATE_DIR — the node's container images, without a registry.
+# images.sh build|import STATE_DIR|operator STATE_DIR BINARY — the node's container images,
+# without a registry.
 #
 # build: writes each image as a docker-archive tarball with mkimage (acceptance/tools/images) from
 #   binaries the harness built or Debian installed, cached in ~/.cache/kubespaces/images/ under a
@@ -7,23 +8,31 @@
 # import: builds (or looks up), then loads into the containerd of the cluster in STATE_DIR every
 #   image whose ID that containerd does not hold yet under that tag (STATE_DIR/node/images records
 #   the IDs imported), so a warm start imports nothing; prints the same lines as build.
+# operator: builds the operator's image from BINARY (the release build of kubespaces-operator) and
+#   imports it the same way; prints its name, localhost/kubespaces/operator:<tag>, where the tag
+#   is a digest of the image's content, so a rebuilt binary gets a new name and the chart's
+#   Deployment rolls. The image holds the binary, exactly the shared libraries `ldd` lists for it
+#   (with the dynamic loader), and an /etc for its user, 65532; no shell. It is also tagged with
+#   the operator's version (the chart's appVersion), which the chart's default values name.
 #
 # The names are the ones manifests use, with imagePullPolicy IfNotPresent:
 #   localhost/kubespaces/pause:1        the pod sandbox (own pause program)
 #   localhost/kubespaces/busybox:<v>    Debian's static busybox, for tests and debugging
 #   localhost/kubespaces/coredns:<v>    cluster DNS (CoreDNS built with the plugins it needs)
 #   localhost/kubespaces/kubectl:<v>    busybox + kubectl, for tests of in-cluster API access
+#   localhost/kubespaces/operator:<t>   the operator (only with `operator`)
 # To add an image: a rootfs_NAME function and a line in IMAGES below (see docs/development.md).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=images
 
-[ $# -ge 1 ] || die "usage: $0 build | import STATE_DIR"
+USAGE="usage: $0 build | import STATE_DIR | operator STATE_DIR BINARY"
+[ $# -ge 1 ] || die "$USAGE"
 BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh")}
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
 mkdir -p "$CACHE"
-ensure_cmds busybox:busybox-static
+ensure_cmds busybox:busybox-static strip:binutils ldd:libc-bin
 
 # (Read whole before parsing: `busybox | head -1` would end busybox with SIGPIPE under pipefail.)
 BUSYBOX_V=$(busybox 2>&1 || true)
@@ -59,22 +68,68 @@ rootfs_busybox() {
   done
 }
 
+# The operator: BINARY without its debug info (the release profile keeps line tables, 80% of the
+# file; symbols stay, so backtraces still name functions), the shared libraries it loads and the
+# dynamic loader, each at the path `ldd` names (the copy is of the file a symlink points to), and
+# users for uid 65532.
+rootfs_operator() {
+  local dir=$1 binary=$2 libs lib
+  mkdir -p "$dir/usr/local/bin"
+  strip --strip-debug -o "$dir/usr/local/bin/kubespaces-operator" "$binary"
+  chmod 755 "$dir/usr/local/bin/kubespaces-operator"
+  # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)";
+  # linux-vdso is the kernel's. A static binary ("not a dynamic executable") needs none.
+  libs=$(ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}') || true
+  for lib in $libs; do
+    install -D -m755 "$(readlink -f "$lib")" "$dir$lib"
+  done
+  mkdir -p "$dir/etc"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$dir/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$dir/etc/group"
+  # glibc (>= 2.34 has the files and dns modules built in) reads this for host names.
+  printf 'hosts: files dns\n' >"$dir/etc/nsswitch.conf"
+}
+
+# content_key DIR EXTRA: a digest of every file, link and mode under DIR, plus EXTRA.
+content_key() {
+  (cd "$1" && find . -printf '%p %l %m\n' | sort && find . -type f -print0 | sort -z | xargs -0 cat
+   echo "$2") | sha256sum | cut -c1-16
+}
+
+# mkimage_cached NAME TAG KEY DIR ENTRYPOINT CMD [mkimage args]: echoes "NAME TAG TARBALL ID".
+mkimage_cached() {
+  local name=$1 tag=$2 key=$3 dir=$4 entrypoint=$5 cmd=$6 out; shift 6
+  out="$CACHE/$name-$key.tar"
+  if [ ! -s "$out" ] || [ ! -s "$out.id" ]; then
+    "$BIN/mkimage" -dir "$dir" -tag "localhost/kubespaces/$name:$tag" -entrypoint "$entrypoint" \
+      -cmd "$cmd" -out "$out" "$@" >"$out.id.tmp"
+    mv "$out.id.tmp" "$out.id"
+  fi
+  echo "$name $tag $out $(cat "$out.id")"
+}
+
 # build_image NAME TAG ENTRYPOINT CMD: echoes "NAME TAG TARBALL ID".
 build_image() {
-  local name=$1 tag=$2 entrypoint=${3#-} cmd=${4#-} tmp key out
+  local name=$1 tag=$2 entrypoint=${3#-} cmd=${4#-} tmp key
   tmp=$(mktemp -d)
   "rootfs_$name" "$tmp"
   # The key is the content (every file, link and mode) plus the image's name and entrypoint.
-  key=$( (cd "$tmp" && find . -printf '%p %l %m\n' | sort && find . -type f -print0 | sort -z \
-          | xargs -0 cat; echo "$name $tag $entrypoint $cmd") | sha256sum | cut -c1-16)
-  out="$CACHE/$name-$key.tar"
-  if [ ! -s "$out" ] || [ ! -s "$out.id" ]; then
-    "$BIN/mkimage" -dir "$tmp" -tag "localhost/kubespaces/$name:$tag" -entrypoint "$entrypoint" \
-      -cmd "$cmd" -out "$out" >"$out.id.tmp"
-    mv "$out.id.tmp" "$out.id"
-  fi
+  key=$(content_key "$tmp" "$name $tag $entrypoint $cmd")
+  mkimage_cached "$name" "$tag" "$key" "$tmp" "$entrypoint" "$cmd"
   rm -rf "$tmp"
-  echo "$name $tag $out $(cat "$out.id")"
+}
+
+# build_operator BINARY: echoes "operator TAG TARBALL ID"; TAG is the content's digest. Older
+# operator tarballs are removed from the cache (the newest few are kept).
+build_operator() {
+  local tmp key entrypoint='["/usr/local/bin/kubespaces-operator"]' cmd='["run"]' user=65532:65532
+  tmp=$(mktemp -d)
+  rootfs_operator "$tmp" "$1"
+  key=$(content_key "$tmp" "operator $entrypoint $cmd $user")
+  mkimage_cached operator "$key" "$key" "$tmp" "$entrypoint" "$cmd" -user "$user"
+  rm -rf "$tmp"
+  # shellcheck disable=SC2012  # names are ours: operator-<hex>.tar
+  ls -t "$CACHE"/operator-*.tar | tail -n +4 | while read -r old; do rm -f "$old" "$old.id"; done
 }
 
 build_all() {
@@ -85,33 +140,62 @@ build_all() {
   done
 }
 
+# import_images STATE: imports the images of the "NAME TAG TARBALL ID" lines on stdin into the
+# containerd of the cluster in STATE, unless it holds that ID under that name already (recorded
+# in the image store, which outlives clusters of the same state dir); echoes the lines.
+import_images() {
+  local state sock record present n=0 name tag tarball id ref out
+  state=$(cd "$1" && pwd)
+  sock="$state/node/containerd/containerd.sock"
+  record="$state/node/containerd/root/kubespaces-images"
+  [ -S "$sock" ] || die "no containerd at $sock: is the cluster in $state up with a real node?"
+  touch "$record"
+  ctr() { "$BIN/ctr" --address "$sock" --namespace k8s.io "$@"; }
+  present=$(ctr images ls -q)
+  while read -r name tag tarball id; do
+    ref="localhost/kubespaces/$name:$tag"
+    if ! grep -qx "$ref $id" "$record" || ! grep -qx "$ref" <<<"$present"; then
+      log "importing $ref ($id)"
+      # (ctr warns on every call that cgroup v1 is deprecated: its output is shown on failure only)
+      out=$(ctr images import --local "$tarball" 2>&1) || die "importing $tarball failed: $out"
+      # The kubelet's image garbage collector leaves pinned images alone.
+      ctr images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
+      grep -v "^$ref " "$record" >"$record.tmp" || true
+      echo "$ref $id" >>"$record.tmp"
+      mv "$record.tmp" "$record"
+      n=$((n + 1))
+    fi
+    echo "$name $tag $tarball $id"
+  done
+  log "$n image(s) imported"
+}
+
 case $1 in
   build) build_all ;;
   import)
-    [ $# -eq 2 ] || die "usage: $0 import STATE_DIR"
-    STATE=$(cd "$2" && pwd)
-    SOCK="$STATE/node/containerd/containerd.sock"
-    RECORD="$STATE/node/containerd/root/kubespaces-images"
-    touch "$RECORD"
-    ctr() { "$BIN/ctr" --address "$SOCK" --namespace k8s.io "$@"; }
-    present=$(ctr images ls -q)
-    n=0
-    while read -r name tag tarball id; do
-      ref="localhost/kubespaces/$name:$tag"
-      if ! grep -qx "$ref $id" "$RECORD" || ! grep -qx "$ref" <<<"$present"; then
-        log "importing $ref ($id)"
-        # (ctr warns on every call that cgroup v1 is deprecated: its output is shown on failure only)
-        out=$(ctr images import --local "$tarball" 2>&1) || die "importing $tarball failed: $out"
-        # The kubelet's image garbage collector leaves pinned images alone.
-        ctr images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
-        grep -v "^$ref " "$RECORD" >"$RECORD.tmp" || true
-        echo "$ref $id" >>"$RECORD.tmp"
-        mv "$RECORD.tmp" "$RECORD"
-        n=$((n + 1))
-      fi
-      echo "$name $tag $tarball $id"
-    done < <(build_all)
-    log "$n image(s) imported"
+    [ $# -eq 2 ] || die "$USAGE"
+    import_images "$2" < <(build_all)
     ;;
-  *) die "usage: $0 build | import STATE_DIR" ;;
+  operator)
+    [ $# -eq 3 ] || die "$USAGE"
+    [ -x "$3" ] || die "$3 is not an executable (build it first: cargo build --release -p kubespaces-operator)"
+    line=$(import_images "$2" < <(build_operator "$3"))
+    read -r _ tag _ _ <<<"$line"
+    ref="localhost/kubespaces/operator:$tag"
+    sock="$(cd "$2" && pwd)/node/containerd/containerd.sock"
+    ctr() { "$BIN/ctr" --address "$sock" --namespace k8s.io "$@" 2>/dev/null; }
+    # The version tag the chart's default values name (its appVersion), on the same image.
+    version=$("$3" --version | awk '{print $NF}')
+    ctr images rm "localhost/kubespaces/operator:$version" >/dev/null || true
+    ctr images tag "$ref" "localhost/kubespaces/operator:$version" >/dev/null
+    ctr images label "localhost/kubespaces/operator:$version" io.cri-containerd.pinned=pinned >/dev/null
+    # Older builds are of no further use: unpinned, the kubelet's image garbage collection may
+    # remove them (pods that still run one keep it until they are replaced).
+    for old in $(ctr images ls -q | grep '^localhost/kubespaces/operator:' || true); do
+      case $old in "$ref"|"localhost/kubespaces/operator:$version") ;;
+        *) ctr images label "$old" io.cri-containerd.pinned= >/dev/null || true ;; esac
+    done
+    echo "$ref"
+    ;;
+  *) die "$USAGE" ;;
 esac
