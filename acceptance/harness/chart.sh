@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# chart.sh — the Helm chart charts/kubespaces, with the helm built from its pinned module
+# (acceptance/tools/helm, build-tools.sh --with helm).
+#
+#   chart.sh check
+#       helm lint --strict; helm template renders every manifest the operator generates
+#       (operator/manifests/*.yaml, reached through the chart's symlinks: one source); helm package
+#       carries their content; values.schema.json refuses bad values with a message naming them.
+#       Needs no cluster.
+#   chart.sh install STATE_DIR [helm args]
+#       builds the operator's image from the release binary (target/release/kubespaces-operator,
+#       build it first), imports it into the node of the cluster in STATE_DIR (images.sh operator),
+#       then `helm upgrade --install kubespaces charts/kubespaces -n kubespaces-system
+#       --create-namespace --wait` with that image, and waits until every replica is Ready. Adds
+#       KUBESPACES_HELM, KUBESPACES_OPERATOR_NAMESPACE, KUBESPACES_OPERATOR_RELEASE and
+#       KUBESPACES_OPERATOR_IMAGE to STATE_DIR/env. Idempotent: an unchanged binary gives the same
+#       image name, and helm changes nothing.
+#   chart.sh logs STATE_DIR
+#       writes the operator pods' logs (current and previous containers) to
+#       STATE_DIR/logs/operator-pods.log.
+#   chart.sh healthy STATE_DIR
+#       succeeds while the Deployment has all its replicas Ready and no operator container has
+#       restarted (make test: the operator must not have crashed under the tests).
+set -euo pipefail
+# shellcheck source=acceptance/harness/lib.sh
+. "$(dirname "$0")/lib.sh"
+LOG_PREFIX=chart
+
+CHART="$REPO_ROOT/charts/kubespaces"
+RELEASE=${KUBESPACES_OPERATOR_RELEASE:-kubespaces}
+NAMESPACE=${KUBESPACES_OPERATOR_NAMESPACE:-kubespaces-system}
+DEPLOYMENT="$RELEASE-operator"
+SELECTOR="app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=operator"
+USAGE="usage: $0 check | install STATE_DIR [helm args] | logs STATE_DIR | healthy STATE_DIR"
+[ $# -ge 1 ] || die "$USAGE"
+cmd=$1; shift
+
+bin_dir() {
+  if [ -n "${KUBESPACES_BIN:-}" ] && [ -x "$KUBESPACES_BIN/helm" ]; then echo "$KUBESPACES_BIN"
+  else "$HARNESS_DIR/build-tools.sh" --with helm; fi
+}
+# Helm says, on stderr, for every symlink it follows: the chart's links are deliberate.
+helm_() { "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2 || true); }
+
+# "KIND NAME" of every object of a YAML stream on stdin.
+kinds_names() {
+  awk 'function flush() { if (k != "" && n != "") print k, n; k = ""; n = "" }
+       /^---/ { flush(); next }
+       /^kind:/ { k = $2 }
+       /^metadata:/ { m = 1; next }
+       /^[^ #]/ { m = 0 }
+       m && /^  name:/ { n = $2 }
+       END { flush() }'
+}
+
+load_state() {
+  { [ $# -ge 1 ] && [ -d "$1" ]; } || die "$USAGE"
+  STATE=$(cd "$1" && pwd)
+  [ -f "$STATE/env" ] || die "$STATE/env missing: is the cluster in $STATE up? (cluster-up.sh $STATE)"
+  # shellcheck disable=SC1091
+  . "$STATE/env"
+  K=$KUBESPACES_KUBECTL
+}
+
+check() {
+  local out bad expect
+  BIN=$(bin_dir); HELM="$BIN/helm"
+  log "helm lint --strict"
+  helm_ lint --strict "$CHART" >/dev/null || { helm_ lint --strict "$CHART" >&2 || true; die "helm lint failed"; }
+  out=$(helm_ template "$RELEASE" "$CHART" -n "$NAMESPACE" --include-crds)
+  # Every object of every generated manifest is in the chart, under its own kind and name.
+  local rendered missing
+  rendered=$(kinds_names <<<"$out" | sort -u)
+  missing=$(for f in "$REPO_ROOT"/operator/manifests/*.yaml; do kinds_names <"$f"; done | sort -u \
+            | comm -23 - <(echo "$rendered"))
+  [ -z "$missing" ] || die "the chart renders none of: $(echo "$missing" | tr '\n' ';') (link the manifest from charts/kubespaces/files/ and include it)"
+  # helm package follows the symlinks: the archive holds the CRD's content, not a link.
+  local pkg
+  pkg=$(mktemp -d)
+  helm_ package "$CHART" -d "$pkg" >/dev/null
+  tar -xmzf "$pkg"/kubespaces-*.tgz -C "$pkg"
+  cmp -s "$pkg/kubespaces/crds/tenants.kubespaces.io.yaml" "$REPO_ROOT/operator/manifests/tenants.kubespaces.io.yaml" \
+    || die "the packaged chart does not carry operator/manifests/tenants.kubespaces.io.yaml"
+  rm -rf "$pkg"
+  # The schema: a wrong value is refused, and the message names it.
+  for bad in tenants.podSecurity.level=strict operator.concurrency=0 tenants.egress.except[0]=10.0.0.1/8x; do
+    expect="/${bad%%=*}"; expect=${expect//./\/}; expect=${expect//\[/\/}; expect=${expect//\]/}
+    if out=$(helm_ template "$RELEASE" "$CHART" --set "$bad" 2>&1); then
+      die "the values schema accepted $bad"
+    fi
+    grep -qF "'$expect'" <<<"$out" || die "refusing $bad, helm did not name $expect: $out"
+  done
+  log "chart checked: lint clean, every generated manifest rendered, package complete, schema refuses bad values"
+}
+
+install() {
+  load_state "$@"; shift
+  BIN=$(bin_dir); HELM="$BIN/helm"
+  local op="$REPO_ROOT/target/release/kubespaces-operator" image t0=$SECONDS
+  [ -x "$op" ] || die "$op not found: cargo build --release -p kubespaces-operator"
+  image=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" operator "$STATE" "$op")
+  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) $*"
+  if ! helm_ upgrade --install "$RELEASE" "$CHART" -n "$NAMESPACE" --create-namespace \
+       --set-string image.repository="${image%:*}" --set-string image.tag="${image##*:}" \
+       --wait --timeout 180s "$@" >/dev/null; then
+    "$K" -n "$NAMESPACE" get pods -o wide >&3 || true
+    "$K" -n "$NAMESPACE" describe pods -l "$SELECTOR" | tail -n 40 >&3 || true
+    logs "$STATE"
+    tail -n 40 "$STATE/logs/operator-pods.log" >&3 || true
+    die "helm install of the chart failed"
+  fi
+  # --wait is satisfied with replicas minus maxUnavailable Ready: wait for every one, of the new
+  # ReplicaSet, with the old ones gone.
+  "$K" -n "$NAMESPACE" rollout status "deployment/$DEPLOYMENT" --timeout=120s >/dev/null \
+    || die "deployment $DEPLOYMENT did not roll out"
+  all_ready() {
+    local want ready
+    want=$("$K" -n "$NAMESPACE" get deployment "$DEPLOYMENT" -o jsonpath='{.spec.replicas}')
+    ready=$("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o jsonpath='{range .items[*]}{.status.phase}/{.metadata.deletionTimestamp}/{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -cx 'Running//True')
+    [ "$ready" = "$want" ] && [ "$("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o name | wc -l)" = "$want" ]
+  }
+  wait_for "every operator replica Running and Ready" 120 all_ready || die "the operator's replicas are not all Ready"
+  env_set "$STATE/env" KUBESPACES_HELM "$HELM"
+  env_set "$STATE/env" KUBESPACES_OPERATOR_NAMESPACE "$NAMESPACE"
+  env_set "$STATE/env" KUBESPACES_OPERATOR_RELEASE "$RELEASE"
+  env_set "$STATE/env" KUBESPACES_OPERATOR_IMAGE "$image"
+  log "operator installed by the chart in $((SECONDS - t0))s: $("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o name | tr '\n' ' ')"
+}
+
+logs() {
+  load_state "$@"
+  local out="$STATE/logs/operator-pods.log" pod
+  mkdir -p "$STATE/logs"
+  : >"$out"
+  for pod in $("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o name 2>/dev/null); do
+    { echo "===== $pod (previous container, if any)"
+      "$K" -n "$NAMESPACE" logs "$pod" --previous 2>/dev/null || true
+      echo "===== $pod"
+      "$K" -n "$NAMESPACE" logs "$pod" 2>&1 || true; } >>"$out"
+  done
+}
+
+healthy() {
+  load_state "$@"
+  local want ready restarts crashed
+  want=$("$K" -n "$NAMESPACE" get deployment "$DEPLOYMENT" -o jsonpath='{.spec.replicas}') || return 1
+  ready=$("$K" -n "$NAMESPACE" get deployment "$DEPLOYMENT" -o jsonpath='{.status.readyReplicas}')
+  [ "${ready:-0}" = "$want" ] || { log "the operator has ${ready:-0} of $want replicas Ready"; return 1; }
+  # "POD RESTARTS EXITCODE REASON" of the last termination of each operator container.
+  restarts=$("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o jsonpath='{range .items[*]}{.metadata.name} {.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].lastState.terminated.exitCode} {.status.containerStatuses[0].lastState.terminated.reason}{"\n"}{end}' | awk '$2 > 0')
+  [ -z "$restarts" ] || log "operator containers restarted (pod, restarts, last exit code and reason): $restarts"
+  # The operator ends with exit code 1 when it loses the Lease (for instance while the API server
+  # is away), and Kubernetes starts it again as a standby: that is by design. A panic (101), an
+  # OOM kill or a signal is a crash.
+  crashed=$(awk '$3 != 1' <<<"$restarts")
+  [ -z "$crashed" ] || { log "operator containers crashed: $crashed"; return 1; }
+}
+
+case $cmd in
+  check) [ $# -eq 0 ] || die "$USAGE"; check ;;
+  install) install "$@" ;;
+  logs) logs "$@" ;;
+  healthy) healthy "$@" ;;
+  *) die "$USAGE" ;;
+esac
