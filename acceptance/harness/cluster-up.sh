@@ -12,6 +12,9 @@
 #
 # Env: KUBESPACES_BIN (skip build-tools.sh and use these binaries),
 #      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs),
+#      KUBESPACES_MANIFESTS ("all" (default): every operator/manifests/*.yaml but the operator's own
+#      RBAC (operator-*.yaml, which only the chart's ServiceAccount uses); "crds": only the
+#      CustomResourceDefinitions, when the chart installs the rest (make test, make up)),
 #      KUBESPACES_KCM_QPS / KUBESPACES_KCM_BURST (kube-controller-manager client rate, 100/200),
 #      KUBESPACES_NODES (which nodes: "real" (default), "kwok" (benchmarks: no pods run), or
 #      "real,kwok"; with both, the kwok node is tainted so only pods that ask for it go there).
@@ -230,9 +233,20 @@ if [ -n "${KUBESPACES_CRD_DIRS:-}" ]; then
   CRD_DIRS+=("${extra[@]}")
 fi
 manifests=()
+MANIFESTS=${KUBESPACES_MANIFESTS:-all}
+case $MANIFESTS in all|crds) ;; *) die "KUBESPACES_MANIFESTS=$MANIFESTS: all or crds" ;; esac
 for d in "${CRD_DIRS[@]}"; do
   [ -d "$d" ] || continue
-  for f in "$d"/*.yaml; do [ -f "$f" ] && manifests+=("$f"); done
+  for f in "$d"/*.yaml; do
+    [ -f "$f" ] || continue
+    if [ "$d" = "$REPO_ROOT/operator/manifests" ]; then
+      case $MANIFESTS/$(basename "$f") in
+        all/operator-*) continue ;;
+        crds/*) grep -q '^kind: CustomResourceDefinition' "$f" || continue ;;
+      esac
+    fi
+    manifests+=("$f")
+  done
 done
 if [ ${#manifests[@]} -gt 0 ]; then
   log "applying ${#manifests[@]} manifest(s): ${manifests[*]#"$REPO_ROOT/"}"

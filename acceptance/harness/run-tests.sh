@@ -3,14 +3,20 @@
 # .kubespaces/test/ (the dev cluster of `make up` is never touched).
 #
 #   1. cargo fmt --check, cargo clippy -D warnings
-#   2. compile all tests and binaries first (rustc and a starting apiserver would fight for 2 cores)
-#   3. build or look up the cached control-plane binaries
-#   4. fresh cluster + the shared operator (for every Tenant not labelled kubespaces.io/test-operator;
-#      tests that need their own operator start one for Tenants carrying that label)
-#   5. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1
-#   6. the provider's acceptance tests, once with terraform and once with OpenTofu (built from its
+#   2. compile all tests and binaries first, and the release operator for its image (rustc and a
+#      starting apiserver would fight for 2 cores)
+#   3. build or look up the cached control-plane binaries, OpenTofu and helm
+#   4. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check)
+#   5. fresh cluster (the CRDs only) + the chart installed with helm: the shared operator runs as two
+#      pods under its ServiceAccount, from an image of the release build, for every Tenant not
+#      labelled kubespaces.io/test-operator (tests that need their own operator start one for
+#      Tenants carrying that label)
+#   6. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1
+#   7. the provider's acceptance tests, once with terraform and once with OpenTofu (built from its
 #      pinned Go module by build-tools.sh, like the control plane)
-#   7. after the cluster stopped: nothing of it is left on the machine (host-state.sh before/after)
+#   8. the shared operator never crashed (it ends and restarts when it loses the Lease, by design)
+#      and all its replicas are Ready
+#   9. after the cluster stopped: nothing of it is left on the machine (host-state.sh before/after)
 # Everything started here is stopped on exit (trap), and component logs are printed on failure.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -34,9 +40,14 @@ step "compiling all tests and binaries (cargo test --workspace --no-run; cargo b
 cargo test --workspace --no-run
 cargo build --workspace --bins
 [ -x target/debug/kubespaces-operator ] || die "target/debug/kubespaces-operator was not built"
+step "the release operator, for its image (cargo build --release -p kubespaces-operator)"
+cargo build --release -p kubespaces-operator
 
-step "control-plane binaries and OpenTofu (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu)
+step "control-plane binaries, OpenTofu and helm (cached after the first build)"
+BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm)
+
+step "the chart (helm lint, generated manifests, values schema)"
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
 
 cluster_started=false
 status=0
@@ -45,6 +56,8 @@ cleanup() {
   local rc=$?
   [ "$status" -ne 0 ] || status=$rc
   if $cluster_started; then
+    # The operator pods' logs live on the node: keep them with the components' logs.
+    "$HARNESS_DIR/chart.sh" logs "$STATE" 2>/dev/null || true
     if [ "$status" -ne 0 ]; then
       case $status in 130|143) log "interrupted: component logs follow" ;;
         *) log "tests failed (exit $status): component logs follow" ;; esac
@@ -83,16 +96,20 @@ reset_state_dir "$STATE"
 HOST_BEFORE="$STATE/../test-host-before.txt"; HOST_AFTER="$STATE/../test-host-after.txt"
 "$HARNESS_DIR/host-state.sh" >"$HOST_BEFORE"
 cluster_started=true
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
+# Only the CRDs before kube-controller-manager starts (its garbage collector and quota controller
+# must see them at once): the chart installs everything else.
+KUBESPACES_MANIFESTS=crds KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
 
-step "shared operator"
-KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/debug/kubespaces-operator" \
-  "$HARNESS_DIR/operator.sh" start "$STATE" --selector '!kubespaces.io/test-operator'
+step "the chart: helm install of the shared operator (kubespaces-system)"
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" install "$STATE" \
+  --set-string operator.selector='!kubespaces.io/test-operator'
 
 step "cargo test --workspace"
 # shellcheck disable=SC1091
 . "$STATE/env"
 export KUBESPACES_ACCEPTANCE=1
+# Tests that start an operator of their own run the debug build, for their own Tenants.
+export KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/debug/kubespaces-operator"
 # --no-fail-fast: one failing test binary must not hide the results of the others.
 cargo test --workspace --no-fail-fast || status=$?
 
@@ -111,8 +128,9 @@ TF_ACC=1 TF_ACC_TERRAFORM_PATH="$BIN/tofu" \
   cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored || status=$?
 
 # A test run can pass while the shared operator crashed underneath it; that is a failure too.
-if [ $status -eq 0 ] && ! pid_alive "$STATE" operator >/dev/null; then
-  log "the shared operator is no longer running"
+# (The chart test kills the leader pod on purpose: its replacement is a new pod, not a restart.)
+if [ $status -eq 0 ] && ! "$HARNESS_DIR/chart.sh" healthy "$STATE"; then
+  log "the shared operator is not healthy"
   status=1
 fi
 exit $status
