@@ -143,9 +143,10 @@ logs() {
 healthy() {
   load_state "$@"
   local want ready restarts crashed
-  want=$("$K" -n "$NAMESPACE" get deployment "$DEPLOYMENT" -o jsonpath='{.spec.replicas}') || return 1
+  want=$("$K" -n "$NAMESPACE" get deployment "$DEPLOYMENT" -o jsonpath='{.spec.replicas}') \
+    || { log "no deployment $NAMESPACE/$DEPLOYMENT"; exit 1; }
   ready=$("$K" -n "$NAMESPACE" get deployment "$DEPLOYMENT" -o jsonpath='{.status.readyReplicas}')
-  [ "${ready:-0}" = "$want" ] || { log "the operator has ${ready:-0} of $want replicas Ready"; return 1; }
+  [ "${ready:-0}" = "$want" ] || { log "the operator has ${ready:-0} of $want replicas Ready"; exit 1; }
   # "POD RESTARTS EXITCODE REASON" of the last termination of each operator container.
   restarts=$("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o jsonpath='{range .items[*]}{.metadata.name} {.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].lastState.terminated.exitCode} {.status.containerStatuses[0].lastState.terminated.reason}{"\n"}{end}' | awk '$2 > 0')
   [ -z "$restarts" ] || log "operator containers restarted (pod, restarts, last exit code and reason): $restarts"
@@ -153,7 +154,7 @@ healthy() {
   # is away), and Kubernetes starts it again as a standby: that is by design. A panic (101), an
   # OOM kill or a signal is a crash.
   crashed=$(awk '$3 != 1' <<<"$restarts")
-  [ -z "$crashed" ] || { log "operator containers crashed: $crashed"; return 1; }
+  [ -z "$crashed" ] || { log "operator containers crashed: $crashed"; exit 1; }
 }
 
 case $cmd in
