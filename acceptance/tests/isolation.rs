@@ -2,8 +2,8 @@
 //! the API server enforces RBAC, quota and admission policies):
 //!
 //! - Traffic. From a pod of tenant A: A's own pods and cluster DNS answer; tenant B's pod and
-//!   Service, a pod in kube-system and the node's own address (kubelet, API server) do not. A
-//!   platform namespace reaches A. Each cut-off path is shown to open once the policies are
+//!   Service, a pod in kube-system, the node's own address (kubelet, API server) and the
+//!   operator's metrics port do not. A platform namespace reaches A. Each cut-off path is shown to open once the policies are
 //!   removed (tenants paused, so the operator leaves the deletion alone), and to close again
 //!   when the operator restores them: the policy, not the network, is what blocked.
 //! - The owner. Through impersonation, the owner is refused each way out of the namespace that
@@ -23,7 +23,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, PostParams},
+    api::{DeleteParams, ListParams, PostParams},
 };
 use kubespaces_acceptance::{
     Env,
@@ -105,6 +105,30 @@ async fn wait_dns(env: &Env, ns: &str, client: &str) {
         }
     })
     .await;
+}
+
+/// The metrics port of a pod of the operator the chart installed (its namespace has no
+/// NetworkPolicy: only the tenant's own policy keeps tenant pods off it).
+async fn operator_metrics(client: &Client) -> Target {
+    let namespace = std::env::var("KUBESPACES_OPERATOR_NAMESPACE")
+        .unwrap_or_else(|_| "kubespaces-system".into());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let selector = ListParams::default().labels("app.kubernetes.io/component=operator");
+    let found = wait_for("a running operator pod with an IP", START, || async {
+        let list = pods.list(&selector).await.ok()?;
+        list.items.into_iter().find_map(|p| {
+            let status = p.status?;
+            (status.phase.as_deref() == Some("Running"))
+                .then_some(status.pod_ip)
+                .flatten()
+        })
+    })
+    .await;
+    Target::new(
+        format!("the operator's metrics at {found}:8080"),
+        &found,
+        8080,
+    )
 }
 
 /// Pauses (`true`) or resumes the tenant and waits until it says so.
@@ -252,6 +276,7 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
         ),
         Target::new(format!("the kubelet at {node_ip}:10250"), &node_ip, 10250),
         Target::new(format!("the API server at {node_ip}:6443"), &node_ip, 6443),
+        operator_metrics(&client).await,
     ];
     let (b_pod, b_service) = (&cut_off[0], &cut_off[1]);
     let page = page_of("web");
