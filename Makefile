@@ -9,7 +9,7 @@ H := acceptance/harness
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-up: ## start a local cluster (control plane + real node) + CRDs + operator in .kubespaces/dev
+up: ## start a local cluster (control plane + real node) + the chart (operator pods) in .kubespaces/dev
 	@$(H)/dev-up.sh
 
 down: ## stop what `make up` started
