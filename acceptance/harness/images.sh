@@ -13,7 +13,8 @@
 #   is a digest of the image's content, so a rebuilt binary gets a new name and the chart's
 #   Deployment rolls. The image holds the binary, exactly the shared libraries `ldd` lists for it
 #   (with the dynamic loader), and an /etc for its user, 65532; no shell. It is also tagged with
-#   the operator's version (the chart's appVersion), which the chart's default values name.
+#   the operator's version (the chart's appVersion), which the chart's default values name. Older
+#   operator images are removed from the node.
 #
 # The names are the ones manifests use, with imagePullPolicy IfNotPresent:
 #   localhost/kubespaces/pause:1        the pod sandbox (own pause program)
@@ -183,17 +184,19 @@ case $1 in
     read -r _ tag _ _ <<<"$line"
     ref="localhost/kubespaces/operator:$tag"
     sock="$(cd "$2" && pwd)/node/containerd/containerd.sock"
+    record="$(cd "$2" && pwd)/node/containerd/root/kubespaces-images"
     ctr() { "$BIN/ctr" --address "$sock" --namespace k8s.io "$@" 2>/dev/null; }
     # The version tag the chart's default values name (its appVersion), on the same image.
     version=$("$3" --version | awk '{print $NF}')
     ctr images rm "localhost/kubespaces/operator:$version" >/dev/null || true
     ctr images tag "$ref" "localhost/kubespaces/operator:$version" >/dev/null
     ctr images label "localhost/kubespaces/operator:$version" io.cri-containerd.pinned=pinned >/dev/null
-    # Older builds are of no further use: unpinned, the kubelet's image garbage collection may
-    # remove them (pods that still run one keep it until they are replaced).
+    # Older builds are of no further use (the image store outlives clusters: they would pile up).
+    # A container still running from one keeps its snapshot until its pod is replaced.
     for old in $(ctr images ls -q | grep '^localhost/kubespaces/operator:' || true); do
       case $old in "$ref"|"localhost/kubespaces/operator:$version") ;;
-        *) ctr images label "$old" io.cri-containerd.pinned= >/dev/null || true ;; esac
+        *) ctr images rm "$old" >/dev/null || true
+           grep -v "^$old " "$record" >"$record.tmp" || true; mv "$record.tmp" "$record" ;; esac
     done
     echo "$ref"
     ;;
