@@ -4,8 +4,9 @@
 #
 #   chart.sh check
 #       helm lint --strict; helm template renders every manifest the operator generates
-#       (operator/manifests/*.yaml, reached through the chart's symlinks: one source); helm package
-#       carries their content; values.schema.json refuses bad values with a message naming them.
+#       (operator/manifests/*.yaml, reached through the chart's symlinks: one source); every
+#       operator setting (KUBESPACES_* of its flags) is set by the Deployment; helm package carries
+#       the manifests' content; values.schema.json refuses bad values with a message naming them.
 #       Needs no cluster.
 #   chart.sh install STATE_DIR [helm args]
 #       builds the operator's image from the release binary (target/release/kubespaces-operator,
@@ -74,6 +75,12 @@ check() {
   missing=$(for f in "$REPO_ROOT"/operator/manifests/*.yaml; do kinds_names <"$f"; done | sort -u \
             | comm -23 - <(echo "$rendered"))
   [ -z "$missing" ] || die "the chart renders none of: $(echo "$missing" | tr '\n' ';') (link the manifest from charts/kubespaces/files/ and include it)"
+  # Every operator setting (a clap argument with an environment variable) is set by the chart.
+  local settings unset
+  settings=$(helm_ template "$RELEASE" "$CHART" --set-string operator.selector=x)
+  unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' "$REPO_ROOT/operator/src" | cut -d'"' -f2 | sort -u \
+          | while read -r var; do grep -q -- "- name: $var\$" <<<"$settings" || echo "$var"; done)
+  [ -z "$unset" ] || die "operator settings the chart does not set: $(echo "$unset" | tr '\n' ' ')(add a value, its schema and the env entry in templates/deployment.yaml)"
   # helm package follows the symlinks: the archive holds the CRD's content, not a link.
   local pkg
   pkg=$(mktemp -d)
@@ -90,7 +97,7 @@ check() {
     fi
     grep -qF "'$expect'" <<<"$out" || die "refusing $bad, helm did not name $expect: $out"
   done
-  log "chart checked: lint clean, every generated manifest rendered, package complete, schema refuses bad values"
+  log "chart checked: lint clean, every generated manifest rendered, every operator setting set, package complete, schema refuses bad values"
 }
 
 install() {
