@@ -152,15 +152,15 @@ import_images() {
   [ -S "$sock" ] || die "no containerd at $sock: is the cluster in $state up with a real node?"
   touch "$record"
   ctr() { "$BIN/ctr" --address "$sock" --namespace k8s.io "$@"; }
-  present=$(ctr images ls -q)
+  # (ctr warns on every call that cgroup v1 is deprecated: its stderr is shown on failure only)
+  present=$(ctr images ls -q 2>/dev/null) || present=""
   while read -r name tag tarball id; do
     ref="localhost/kubespaces/$name:$tag"
     if ! grep -qx "$ref $id" "$record" || ! grep -qx "$ref" <<<"$present"; then
       log "importing $ref ($id)"
-      # (ctr warns on every call that cgroup v1 is deprecated: its output is shown on failure only)
       out=$(ctr images import --local "$tarball" 2>&1) || die "importing $tarball failed: $out"
       # The kubelet's image garbage collector leaves pinned images alone.
-      ctr images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
+      out=$(ctr images label "$ref" io.cri-containerd.pinned=pinned 2>&1) || die "pinning $ref failed: $out"
       grep -v "^$ref " "$record" >"$record.tmp" || true
       echo "$ref $id" >>"$record.tmp"
       mv "$record.tmp" "$record"
