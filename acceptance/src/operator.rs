@@ -3,11 +3,24 @@
 
 use std::{
     net::TcpListener,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::Duration,
 };
 
-use kubespaces_operator::api::{Tenant, TenantSpec};
+use k8s_openapi::api::{
+    authentication::v1::{TokenRequest, TokenRequestSpec},
+    core::v1::{Namespace, ServiceAccount},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject},
+};
+use kube::{
+    Api, Client,
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
+};
+use kubespaces_operator::{
+    access,
+    api::{Tenant, TenantSpec},
+};
 
 use crate::wait_for;
 
@@ -27,6 +40,8 @@ pub struct OperatorProcess {
     shard: String,
     log: std::path::PathBuf,
     extra: Vec<String>,
+    /// The kubeconfig the process runs with; None: the harness's admin one ($KUBECONFIG).
+    kubeconfig: Option<PathBuf>,
 }
 
 fn free_port() -> u16 {
@@ -44,13 +59,36 @@ impl OperatorProcess {
 
     /// Same as [`start`](Self::start), with extra `run` flags.
     pub async fn start_with(bin: &str, shard: &str, extra: &[&str]) -> OperatorProcess {
+        Self::start_as(bin, shard, extra, None).await
+    }
+
+    /// Starts the operator for one shard as the installed operator runs: under the generated
+    /// ClusterRole `kubespaces:operator` (and the leader-election Role), not as the admin. See
+    /// [`least_privileged_kubeconfig`].
+    pub async fn start_least_privileged(
+        client: &Client,
+        bin: &str,
+        shard: &str,
+        extra: &[&str],
+    ) -> OperatorProcess {
+        let kubeconfig = least_privileged_kubeconfig(client, None).await;
+        Self::start_as(bin, shard, extra, Some(kubeconfig.path)).await
+    }
+
+    /// Starts the operator with `kubeconfig` (None: the admin's).
+    pub async fn start_as(
+        bin: &str,
+        shard: &str,
+        extra: &[&str],
+        kubeconfig: Option<PathBuf>,
+    ) -> OperatorProcess {
         let port = free_port();
         let dir = std::env::var("KUBESPACES_STATE")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|_| std::env::temp_dir());
         let log = dir.join(format!("operator-{shard}.log"));
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let child = spawn(bin, shard, port, &log, &extra);
+        let child = spawn(bin, shard, port, &log, &extra, kubeconfig.as_deref());
         let op = OperatorProcess {
             child,
             metrics_url: format!("http://127.0.0.1:{port}"),
@@ -58,6 +96,7 @@ impl OperatorProcess {
             shard: shard.into(),
             log,
             extra,
+            kubeconfig,
         };
         op.wait_ready().await;
         op
@@ -98,9 +137,31 @@ impl OperatorProcess {
     /// Starts the same operator again (after [`kill`](Self::kill)).
     pub async fn restart(&mut self) {
         let port = free_port();
-        self.child = spawn(&self.bin, &self.shard, port, &self.log, &self.extra);
+        self.child = spawn(
+            &self.bin,
+            &self.shard,
+            port,
+            &self.log,
+            &self.extra,
+            self.kubeconfig.as_deref(),
+        );
         self.metrics_url = format!("http://127.0.0.1:{port}");
         self.wait_ready().await;
+    }
+
+    /// The process id (to tell whether it is still the same process).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the process runs (it has not exited or crashed).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The operator's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// The operator's Prometheus metrics text.
@@ -127,14 +188,25 @@ impl Drop for OperatorProcess {
     }
 }
 
-fn spawn(bin: &str, shard: &str, port: u16, log: &std::path::Path, extra: &[String]) -> Child {
+fn spawn(
+    bin: &str,
+    shard: &str,
+    port: u16,
+    log: &Path,
+    extra: &[String],
+    kubeconfig: Option<&Path>,
+) -> Child {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .expect("operator log file");
     let err = out.try_clone().expect("operator log file");
-    Command::new(bin)
+    let mut command = Command::new(bin);
+    if let Some(kubeconfig) = kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    command
         .args([
             "run",
             "--metrics-addr",
@@ -198,4 +270,233 @@ pub fn metric_sum_where(metrics: &str, name: &str, label: &str, values: &[&str])
         })
         .map(|(_, v)| v)
         .sum()
+}
+
+/// Where the installed chart runs the operator: when this ServiceAccount exists, test-owned
+/// operators use it (the chart binds it to the generated roles).
+pub const CHART_NAMESPACE: &str = "kubespaces-system";
+pub const CHART_SERVICE_ACCOUNT: &str = "kubespaces-operator";
+/// Where test-owned operators get a ServiceAccount of their own otherwise, and hold their Leases.
+pub const TEST_NAMESPACE: &str = "kubespaces-test-operators";
+const TEST_SERVICE_ACCOUNT: &str = "kubespaces-test-operator";
+const FIELD_MANAGER: &str = "kubespaces-acceptance";
+
+/// A kubeconfig of a ServiceAccount (0600), and where that account may hold leader Leases.
+pub struct OperatorKubeconfig {
+    pub path: PathBuf,
+    /// The namespace whose leader-election Role the account is bound to.
+    pub lease_namespace: String,
+}
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(String::from),
+        ..ObjectMeta::default()
+    }
+}
+
+async fn apply<K>(api: &Api<K>, object: &K)
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let name = object.meta().name.clone().unwrap_or_default();
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("apply {name}: {e}"));
+}
+
+/// A kubeconfig for a test-owned operator that holds only what the installed operator holds.
+///
+/// With `rules` None: the generated ClusterRole `kubespaces:operator` (created from the Rust
+/// table if the cluster does not have it yet), through the chart's ServiceAccount
+/// (`kubespaces-system/kubespaces-operator`) where the chart is installed, else through a
+/// ServiceAccount `kubespaces-test-operators/kubespaces-test-operator` bound here. With `rules`:
+/// a ClusterRole of exactly those rules, under a ServiceAccount named `<name>` of its own (for
+/// tests that take a permission away). Either way the account is also bound to the
+/// leader-election Role in its namespace. The token comes from the TokenRequest API (one hour);
+/// server and CA from the admin kubeconfig.
+pub async fn least_privileged_kubeconfig(
+    client: &Client,
+    custom: Option<(&str, Vec<PolicyRule>)>,
+) -> OperatorKubeconfig {
+    let chart_sa: Api<ServiceAccount> = Api::namespaced(client.clone(), CHART_NAMESPACE);
+    let chart_installed = custom.is_none()
+        && chart_sa
+            .get_opt(CHART_SERVICE_ACCOUNT)
+            .await
+            .ok()
+            .flatten()
+            .is_some();
+    let (namespace, account) = if chart_installed {
+        (CHART_NAMESPACE.to_owned(), CHART_SERVICE_ACCOUNT.to_owned())
+    } else {
+        let account = match &custom {
+            Some((name, _)) => format!("{TEST_SERVICE_ACCOUNT}-{name}"),
+            None => TEST_SERVICE_ACCOUNT.to_owned(),
+        };
+        (TEST_NAMESPACE.to_owned(), account)
+    };
+    if !chart_installed {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        apply(
+            &namespaces,
+            &Namespace {
+                metadata: meta(&namespace, None),
+                ..Namespace::default()
+            },
+        )
+        .await;
+        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &namespace);
+        apply(
+            &accounts,
+            &ServiceAccount {
+                metadata: meta(&account, Some(&namespace)),
+                ..ServiceAccount::default()
+            },
+        )
+        .await;
+        let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
+        let role_name = match &custom {
+            Some((_, rules)) => {
+                let name = format!("kubespaces:test-operator-{account}");
+                let role = ClusterRole {
+                    metadata: meta(&name, None),
+                    rules: Some(rules.clone()),
+                    ..ClusterRole::default()
+                };
+                apply(&cluster_roles, &role).await;
+                name
+            }
+            None => {
+                // Installed by cluster-up.sh (operator/manifests) or the chart; created from the
+                // table otherwise, never overwritten.
+                match cluster_roles
+                    .create(&PostParams::default(), &access::operator_cluster_role())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(e) => panic!("create ClusterRole {}: {e}", access::OPERATOR_CLUSTER_ROLE),
+                }
+                access::OPERATOR_CLUSTER_ROLE.to_owned()
+            }
+        };
+        let subject = Subject {
+            kind: "ServiceAccount".into(),
+            name: account.clone(),
+            namespace: Some(namespace.clone()),
+            ..Subject::default()
+        };
+        let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+        apply(
+            &bindings,
+            &ClusterRoleBinding {
+                metadata: meta(&format!("kubespaces:test-operator-{account}"), None),
+                role_ref: RoleRef {
+                    api_group: Some("rbac.authorization.k8s.io".into()),
+                    kind: "ClusterRole".into(),
+                    name: role_name,
+                },
+                subjects: Some(vec![subject.clone()]),
+            },
+        )
+        .await;
+        let mut lease_role = access::leader_election_role();
+        lease_role.metadata.namespace = Some(namespace.clone());
+        let roles: Api<Role> = Api::namespaced(client.clone(), &namespace);
+        apply(&roles, &lease_role).await;
+        let role_bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &namespace);
+        apply(
+            &role_bindings,
+            &RoleBinding {
+                metadata: meta(
+                    &format!("kubespaces:test-operator-{account}"),
+                    Some(&namespace),
+                ),
+                role_ref: RoleRef {
+                    api_group: Some("rbac.authorization.k8s.io".into()),
+                    kind: "Role".into(),
+                    name: access::LEADER_ELECTION_ROLE.into(),
+                },
+                subjects: Some(vec![subject]),
+            },
+        )
+        .await;
+    }
+
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &namespace);
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        }),
+        ..TokenRequest::default()
+    };
+    let token = accounts
+        .create_token_request(&account, &PostParams::default(), &request)
+        .await
+        .unwrap_or_else(|e| panic!("token for {namespace}/{account}: {e}"))
+        .status
+        .and_then(|s| s.token)
+        .expect("a token in the TokenRequest status");
+
+    let path = kubeconfig_dir().join(format!("kubeconfig-{namespace}-{account}"));
+    write_private(&path, &token_kubeconfig(&token));
+    OperatorKubeconfig {
+        path,
+        lease_namespace: namespace,
+    }
+}
+
+fn kubeconfig_dir() -> PathBuf {
+    std::env::var("KUBESPACES_STATE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| std::env::temp_dir())
+}
+
+/// A kubeconfig with the admin kubeconfig's server and CA and `token` as the credential.
+fn token_kubeconfig(token: &str) -> String {
+    let admin_path = std::env::var("KUBECONFIG").expect("KUBECONFIG (the admin kubeconfig)");
+    let admin = kube::config::Kubeconfig::read_from(&admin_path)
+        .unwrap_or_else(|e| panic!("read {admin_path}: {e}"));
+    let context = admin
+        .current_context
+        .as_ref()
+        .and_then(|name| admin.contexts.iter().find(|c| &c.name == name))
+        .and_then(|c| c.context.clone())
+        .expect("a current context in the admin kubeconfig");
+    let cluster = admin
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.clone())
+        .expect("the current context's cluster");
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "cluster", "cluster": cluster}],
+        "users": [{"name": "operator", "user": {"token": token}}],
+        "contexts": [{"name": "operator", "context": {"cluster": "cluster", "user": "operator"}}],
+        "current-context": "operator",
+    });
+    serde_yaml::to_string(&config).expect("kubeconfig as YAML")
+}
+
+/// Writes `text` to `path`, readable by the owner only (a credential).
+fn write_private(path: &Path, text: &str) {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+    file.write_all(text.as_bytes())
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }

@@ -45,6 +45,21 @@ pub enum StartError {
 
 type TenantRef = ObjectRef<DeserializeGuard<Tenant>>;
 
+/// Backoff of the watches after an error: 200 ms doubling up to 1 s, with jitter (so at most
+/// about 2 s between attempts). kube's default grows to 30 s, so after an API server outage of
+/// 20 s the operator would not see new Tenants for up to half a minute more; a watch that fails
+/// to connect costs the API server next to nothing, and a few attempts a second from one
+/// operator are no burden.
+pub fn watch_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(1))
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
 /// Drops what the operator never reads from cached objects (they are most of the cache's
 /// memory): managed fields and kubectl's last-applied copy of the whole object.
 fn slim<K: Resource>(object: &mut K) {
@@ -71,7 +86,7 @@ where
         .labels(names::TENANT_LABEL)
         .any_semantic();
     let stream = watcher(Api::<K>::all(client.clone()), config)
-        .default_backoff()
+        .backoff(watch_backoff())
         .modify(slim)
         .reflect(writer)
         .touched_objects();
@@ -148,7 +163,7 @@ pub async fn run(
     }
     let (tenant_store, tenant_writer) = reflector::store();
     let tenant_stream = watcher(tenants, watch_config)
-        .default_backoff()
+        .backoff(watch_backoff())
         .modify(slim::<DeserializeGuard<Tenant>>)
         .reflect(tenant_writer)
         .applied_objects();
@@ -157,6 +172,8 @@ pub async fn run(
     ready();
     Controller::for_stream(tenant_stream, tenant_store)
         .reconcile_on(trigger_stream)
+        // The controller backs off its own input after an error too (kube's default: up to 30 s).
+        .trigger_backoff(watch_backoff())
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
@@ -171,4 +188,19 @@ pub async fn run(
         .await;
     info!("tenant controller stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watches_retry_within_two_seconds() {
+        let delays: Vec<Duration> = watch_backoff().take(30).collect();
+        assert_eq!(delays.len(), 30, "never gives up");
+        assert!(
+            delays.iter().all(|d| *d <= Duration::from_secs(2)),
+            "{delays:?}"
+        );
+    }
 }

@@ -29,6 +29,8 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
+
+use crate::controller::watch_backoff;
 use thiserror::Error;
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -208,18 +210,6 @@ pub struct Election {
     name: String,
 }
 
-/// Backoff between attempts after an API error: 200 ms doubling up to 1 s, with jitter (so at
-/// most about 2 s).
-pub fn short_backoff() -> watcher::ExponentialBackoff {
-    backon::ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(200))
-        .with_max_delay(Duration::from_secs(1))
-        .with_factor(2.0)
-        .with_jitter()
-        .without_max_times()
-        .into()
-}
-
 impl Election {
     /// Starts watching the Lease and running for it, with `client` (which should not be gated
     /// by the election itself).
@@ -297,7 +287,7 @@ impl Election {
 /// Keeps `seen` up to date with the Lease (None while it does not exist).
 async fn watch_lease(leases: Api<Lease>, name: String, seen: watch::Sender<Option<LeaseView>>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut stream = std::pin::pin!(watcher(leases, config).backoff(short_backoff()));
+    let mut stream = std::pin::pin!(watcher(leases, config).backoff(watch_backoff()));
     while let Some(event) = stream.next().await {
         match event {
             Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) => {
@@ -337,7 +327,7 @@ async fn run_for_lease(
     role: watch::Sender<Role>,
     mut resign: watch::Receiver<bool>,
 ) {
-    let mut backoff = short_backoff();
+    let mut backoff = watch_backoff();
     fn pause(backoff: &mut watcher::ExponentialBackoff) -> Duration {
         backoff.next().unwrap_or(Duration::from_secs(1))
     }
@@ -372,7 +362,7 @@ async fn run_for_lease(
                     Ok(true) => {
                         info!(%identity, "acquired the leader Lease");
                         role.send_replace(Role::Leader);
-                        backoff = short_backoff();
+                        backoff = watch_backoff();
                     }
                     Ok(false) if leader => {
                         role.send_replace(Role::Lost);
@@ -459,16 +449,6 @@ mod tests {
     #[test]
     fn the_gate_is_open_without_election() {
         assert!(WriteGate::open().allows_writes());
-    }
-
-    #[test]
-    fn short_backoff_is_bounded() {
-        let delays: Vec<Duration> = short_backoff().take(20).collect();
-        assert_eq!(delays.len(), 20);
-        assert!(
-            delays.iter().all(|d| *d <= Duration::from_secs(2)),
-            "{delays:?}"
-        );
     }
 
     #[test]

@@ -1,0 +1,129 @@
+//! The API server stopped for 20 s and started again: the operator recovers by itself, in the
+//! same process, and reconciles a Tenant created right after the API is back within 10 s; the
+//! Tenant then becomes Ready (once kube-controller-manager's quota controller has recovered too).
+//!
+//! One test in this binary: it takes the shared cluster's API server down (other test binaries
+//! run one after another, so nothing else is running meanwhile).
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use kube::api::{DeleteParams, PostParams};
+use kubespaces_acceptance::{
+    Env,
+    operator::{OperatorProcess, sharded_tenant},
+    wait_for, wait_gone, wait_ready,
+};
+use kubespaces_operator::{
+    api::TenantSpec,
+    conditions::{NAMESPACE_READY, NETWORK_POLICY_READY, RBAC_READY, SYNCED},
+};
+
+const SHARD: &str = "api-outage";
+const OUTAGE: Duration = Duration::from_secs(20);
+const RECONCILED_WITHIN: Duration = Duration::from_secs(10);
+
+fn apiserver(command: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/harness/apiserver.sh");
+    let state = std::env::var("KUBESPACES_STATE").expect("KUBESPACES_STATE (set by the harness)");
+    let status = Command::new(script)
+        .args([command, &state])
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
+    assert!(status.success(), "apiserver.sh {command} failed: {status}");
+}
+
+/// Starts the API server again however the test ends, so a failure here does not leave the
+/// cluster without one for the tests that follow.
+struct RestartOnDrop(bool);
+
+impl Drop for RestartOnDrop {
+    fn drop(&mut self) {
+        if self.0 {
+            apiserver("start");
+        }
+    }
+}
+
+#[tokio::test]
+async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), SHARD, &[]).await;
+    // A leftover of an earlier run would make the create below fail (its operator tears it down).
+    let _ = tenants.delete("outage", &DeleteParams::default()).await;
+    wait_gone(&tenants, "outage", Duration::from_secs(60)).await;
+    let pid = operator.pid();
+
+    let mut down = RestartOnDrop(true);
+    apiserver("stop");
+    // The outage itself (not a wait for anything): the API server stays down this long.
+    tokio::time::sleep(OUTAGE).await;
+    apiserver("start"); // returns once the API server answers /readyz
+    down.0 = false;
+
+    // The API server answers /readyz a moment before it serves the Tenant API again (custom
+    // resources come back last): create as soon as it takes the Tenant.
+    let spec = TenantSpec::new("olga@example.com", "1", "1Gi", None);
+    let tenant = sharded_tenant("outage", spec, SHARD);
+    wait_for(
+        "the API server to take a Tenant",
+        Duration::from_secs(30),
+        || async { tenants.create(&PostParams::default(), &tenant).await.ok() },
+    )
+    .await;
+    let created = Instant::now();
+
+    // The operator's part: it sees the Tenant and puts everything of its own in place. Ready
+    // also needs the quota controller of kube-controller-manager to compute the quota's status,
+    // and that controller's watches back off for up to 30 s after an outage (client-go), so the
+    // bound on the operator is checked on the conditions it decides itself.
+    let own = [NAMESPACE_READY, RBAC_READY, NETWORK_POLICY_READY];
+    wait_for(
+        "the operator to reconcile the new Tenant",
+        Duration::from_secs(90),
+        || async {
+            let t = tenants.get_opt("outage").await.ok().flatten()?;
+            let synced = t.condition(SYNCED).is_some_and(|c| {
+                c.status == "True" && c.observed_generation == t.metadata.generation
+            });
+            let done = own
+                .iter()
+                .all(|o| t.condition(o).is_some_and(|c| c.status == "True"));
+            (synced && done).then_some(())
+        },
+    )
+    .await;
+    let reconciled = created.elapsed();
+    wait_ready(&tenants, "outage", Duration::from_secs(120)).await;
+    let ready = created.elapsed();
+    eprintln!(
+        "API server down {} s; after the Tenant was created: reconciled by the operator in {:.1} s, \
+         Ready in {:.1} s",
+        OUTAGE.as_secs(),
+        reconciled.as_secs_f64(),
+        ready.as_secs_f64()
+    );
+    assert!(
+        reconciled <= RECONCILED_WITHIN,
+        "the operator reconciled the new Tenant only {:.1} s after its creation (at most \
+         {RECONCILED_WITHIN:?} expected): its watches were still backing off",
+        reconciled.as_secs_f64()
+    );
+    assert!(
+        operator.running() && operator.pid() == pid,
+        "the operator must ride out the outage in the same process; log:\n{}",
+        operator.log_text()
+    );
+
+    tenants
+        .delete("outage", &DeleteParams::default())
+        .await
+        .expect("delete");
+    // Teardown waits for the namespace controller, which recovers from the outage at its pace.
+    wait_gone(&tenants, "outage", Duration::from_secs(120)).await;
+}
