@@ -13,7 +13,7 @@ use std::{
 use kube::api::{DeleteParams, PostParams};
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, sharded_tenant},
+    operator::{OperatorProcess, metric_sum, sharded_tenant},
     wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::{
@@ -118,6 +118,15 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
         operator.running() && operator.pid() == pid,
         "the operator must ride out the outage in the same process; log:\n{}",
         operator.log_text()
+    );
+
+    assert_eq!(
+        metric_sum(
+            &operator.metrics().await,
+            "kubespaces_kube_api_requests_unlisted_total"
+        ),
+        0.0,
+        "every request the operator sent is listed in access::CONTROLLER (its ClusterRole)"
     );
 
     tenants

@@ -43,7 +43,13 @@ async fn the_finalizer_is_set_at_admission_and_added_by_the_operator_if_missing(
         )
         .await
         .expect("strip finalizer");
-    let _operator = OperatorProcess::start(env.operator_bin(), "fallback").await;
+    let _operator = OperatorProcess::start_least_privileged(
+        &env.client().await,
+        env.operator_bin(),
+        "fallback",
+        &[],
+    )
+    .await;
     let ready = wait_ready(&tenants, "fin-admission", Duration::from_secs(60)).await;
     assert!(ready.has_teardown_finalizer());
 

@@ -54,7 +54,8 @@ async fn a_killed_operator_picks_up_where_it_left_off() {
     let env = Env::get();
     let client = env.client().await;
     let tenants: Api<Tenant> = Api::all(client.clone());
-    let mut operator = OperatorProcess::start(env.operator_bin(), SHARD).await;
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), SHARD, &[]).await;
 
     for i in 0..COUNT {
         tenants
@@ -129,6 +130,15 @@ async fn a_killed_operator_picks_up_where_it_left_off() {
             "{name}: {finalizers:?}"
         );
     }
+
+    assert_eq!(
+        metric_sum(
+            &operator.metrics().await,
+            "kubespaces_kube_api_requests_unlisted_total"
+        ),
+        0.0,
+        "every request the operator sent is listed in access::CONTROLLER (its ClusterRole)"
+    );
 
     for i in 0..COUNT {
         tenants

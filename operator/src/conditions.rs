@@ -189,11 +189,16 @@ fn carried_over(existing: &[Condition], drop: &[&str], waiting: &str) -> Vec<Des
 /// The conditions after a reconcile that failed with a (retryable) error: the summary and
 /// details already on the object stay, `Synced` turns false with the error, and the tenant is
 /// marked as still reconciling.
-pub fn with_sync_error(existing: &[Condition], reason: &str, message: &str) -> Vec<Desired> {
+pub fn with_sync_error(
+    existing: &[Condition],
+    condition_reason: &str,
+    reason: &str,
+    message: &str,
+) -> Vec<Desired> {
     let waiting = "waiting for the first successful reconcile";
     let mut out = carried_over(existing, &[SYNCED, RECONCILING, STALLED], waiting);
     let error = format!("{reason}: {message}");
-    out.push(Desired::new(SYNCED, false, "ReconcileError", error.clone()));
+    out.push(Desired::new(SYNCED, false, condition_reason, error.clone()));
     out.push(Desired::new(
         RECONCILING,
         true,
@@ -384,7 +389,7 @@ mod tests {
         let ready = became_ready();
         let errored = merge(
             &ready,
-            with_sync_error(&ready, "KubeApi", "boom"),
+            with_sync_error(&ready, "ReconcileError", "KubeApi", "boom"),
             Some(1),
             &time(2),
         );

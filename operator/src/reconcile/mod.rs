@@ -183,6 +183,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
         Err(error) => {
             let conditions = conditions::with_sync_error(
                 tenant.conditions(),
+                error.condition_reason(),
                 error.reason(),
                 &error.to_string(),
             );
