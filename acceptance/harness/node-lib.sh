@@ -47,8 +47,12 @@ net_up() {
   local state=$1 i
   net_down "$state"   # whatever a crashed node of this state dir left behind
   node_ids "$state"
+  # Read once, not piped into grep -q: under pipefail, grep exiting at the first match can kill ip
+  # with SIGPIPE (2 % of tries here), a taken /30 then looks free and two links share it.
+  local addrs
+  addrs=$(ip -4 -o addr show)
   for i in $(seq 1 254); do
-    ip -4 -o addr show | grep -q " $NODE_LINK_PREFIX\.$i\.1/" || break
+    grep -q " $NODE_LINK_PREFIX\.$i\.1/" <<<"$addrs" || break
   done
   NODE_HOST_IP="$NODE_LINK_PREFIX.$i.1"
   NODE_IP="$NODE_LINK_PREFIX.$i.2"
