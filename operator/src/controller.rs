@@ -38,9 +38,11 @@ pub enum StartError {
     )]
     CrdMissing(#[source] kube::Error),
     #[error(
-        "the caches of host objects did not fill within {0:?}; check the operator's RBAC and the API server"
+        "the caches of {1} did not fill within {0:?}: the operator may lack list or watch on them \
+         (its ClusterRole kubespaces:operator, generated from operator/src/access.rs, grants \
+         both), or the API server does not answer"
     )]
-    CachesNotReady(Duration),
+    CachesNotReady(Duration, String),
 }
 
 type TenantRef = ObjectRef<DeserializeGuard<Tenant>>;
@@ -131,17 +133,29 @@ pub async fn run(
     };
     // Reconciling before the caches are warm would re-apply every object of every tenant.
     let warmup = Duration::from_secs(120);
-    tokio::time::timeout(warmup, async {
-        let _ = futures::join!(
-            caches.namespaces.wait_until_ready(),
-            caches.quotas.wait_until_ready(),
-            caches.limit_ranges.wait_until_ready(),
-            caches.owner_bindings.wait_until_ready(),
-            caches.network_policies.wait_until_ready(),
-        );
-    })
-    .await
-    .map_err(|_| StartError::CachesNotReady(warmup))?;
+    async fn filled(ready: impl Future<Output = impl Sized>, within: Duration) -> bool {
+        tokio::time::timeout(within, ready).await.is_ok()
+    }
+    let filled = futures::join!(
+        filled(caches.namespaces.wait_until_ready(), warmup),
+        filled(caches.quotas.wait_until_ready(), warmup),
+        filled(caches.limit_ranges.wait_until_ready(), warmup),
+        filled(caches.owner_bindings.wait_until_ready(), warmup),
+        filled(caches.network_policies.wait_until_ready(), warmup),
+    );
+    let empty: Vec<&str> = [
+        (filled.0, "Namespaces"),
+        (filled.1, "ResourceQuotas"),
+        (filled.2, "LimitRanges"),
+        (filled.3, "RoleBindings"),
+        (filled.4, "NetworkPolicies"),
+    ]
+    .into_iter()
+    .filter_map(|(ok, kind)| (!ok).then_some(kind))
+    .collect();
+    if !empty.is_empty() {
+        return Err(StartError::CachesNotReady(warmup, empty.join(", ")));
+    }
 
     let reporter = Reporter {
         controller: names::MANAGED_BY.into(),
