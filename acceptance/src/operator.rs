@@ -284,8 +284,45 @@ const FIELD_MANAGER: &str = "kubespaces-acceptance";
 /// A kubeconfig of a ServiceAccount (0600), and where that account may hold leader Leases.
 pub struct OperatorKubeconfig {
     pub path: PathBuf,
-    /// The namespace whose leader-election Role the account is bound to.
+    /// The namespace whose leader-election Role the account is bound to (its own).
     pub lease_namespace: String,
+    /// The ServiceAccount's name.
+    pub account: String,
+}
+
+/// Binds the Role for connection Secrets (generated from the RBAC table) in `namespace` to the
+/// operator account of `kubeconfig`, as the chart does for each namespace of
+/// `--connection-secret-namespaces`.
+pub async fn bind_connection_secrets(
+    client: &Client,
+    kubeconfig: &OperatorKubeconfig,
+    namespace: &str,
+) {
+    let mut role = access::connection_secrets_role();
+    role.metadata.namespace = Some(namespace.to_owned());
+    apply(&Api::<Role>::namespaced(client.clone(), namespace), &role).await;
+    let binding = RoleBinding {
+        metadata: meta(
+            &format!("{}-{}", access::CONNECTION_SECRETS_ROLE, kubeconfig.account),
+            Some(namespace),
+        ),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: access::CONNECTION_SECRETS_ROLE.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: kubeconfig.account.clone(),
+            namespace: Some(kubeconfig.lease_namespace.clone()),
+            ..Subject::default()
+        }]),
+    };
+    apply(
+        &Api::<RoleBinding>::namespaced(client.clone(), namespace),
+        &binding,
+    )
+    .await;
 }
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
@@ -450,6 +487,7 @@ pub async fn least_privileged_kubeconfig(
     OperatorKubeconfig {
         path,
         lease_namespace: namespace,
+        account,
     }
 }
 

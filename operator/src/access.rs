@@ -1,9 +1,9 @@
 //! What the operator calls on the Kubernetes API, in one table, and the RBAC derived from it:
-//! the ClusterRole `kubespaces:operator` (controller) and a namespaced Role for the leader
-//! Lease. No wildcard anywhere.
+//! the ClusterRole `kubespaces:operator` (controller), a Role for connection Secrets (bound in
+//! each namespace they may be written to) and a Role for the leader Lease. No wildcard anywhere.
 //!
 //! What is derived and what is listed, honestly:
-//! - The table ([`CONTROLLER`], [`ELECTION`]) is written by hand, one line per resource, with
+//! - The table ([`CONTROLLER`], [`CONNECTION_SECRETS`], [`ELECTION`]) is written by hand, one line per resource, with
 //!   the code that needs each verb. The roles are generated from it (`manifests`), so the table
 //!   and the roles cannot disagree.
 //! - That the table covers what the code really calls is checked twice: a unit test ties every
@@ -119,6 +119,14 @@ pub const CONTROLLER: &[Access] = &[
         &["list", "watch", "create", "patch"],
         "controller: watch; host::apply: create, else server-side apply",
     ),
+    Access {
+        group: "",
+        resource: "secrets",
+        verbs: &["get"],
+        names: &[crate::api::KUBECONFIG_SECRET],
+        why: "reconcile::connection: read the tenant kubeconfig (in the tenant namespace) to \
+              copy it where writeConnectionSecretToRef points; no other Secret",
+    },
     access(
         "events.k8s.io",
         "events",
@@ -126,6 +134,18 @@ pub const CONTROLLER: &[Access] = &[
         "reconcile::publish through kube's Recorder: create, patch to count repeats",
     ),
 ];
+
+/// What `spec.writeConnectionSecretToRef` needs, in each namespace of
+/// `--connection-secret-namespaces` only (a Role bound there, not cluster-wide).
+pub const CONNECTION_SECRETS: &[Access] = &[access(
+    "",
+    "secrets",
+    &["get", "create", "update", "delete"],
+    "reconcile::connection: read the target to check whose it is (get), write the copy \
+     (create, or update guarded by its resourceVersion), remove it on teardown (delete)",
+)];
+/// The Role for [`CONNECTION_SECRETS`] (bound in each allowed namespace).
+pub const CONNECTION_SECRETS_ROLE: &str = "kubespaces:operator-connection-secrets";
 
 /// What the leader election calls, in the operator's own namespace.
 pub const ELECTION: &[Access] = &[access(
@@ -243,6 +263,15 @@ pub fn operator_cluster_role() -> ClusterRole {
     }
 }
 
+/// The connection Secrets' Role, from [`CONNECTION_SECRETS`]; no namespace: bound in each
+/// namespace of `--connection-secret-namespaces`.
+pub fn connection_secrets_role() -> Role {
+    Role {
+        metadata: metadata(CONNECTION_SECRETS_ROLE),
+        rules: Some(rules(CONNECTION_SECRETS)),
+    }
+}
+
 /// The leader election's Role, from [`ELECTION`]; no namespace: it is created and bound in the
 /// operator's namespace.
 pub fn leader_election_role() -> Role {
@@ -306,7 +335,7 @@ mod tests {
 
     #[test]
     fn no_wildcards_and_bind_only_on_the_owner_role() {
-        for a in CONTROLLER.iter().chain(ELECTION) {
+        for a in CONTROLLER.iter().chain(CONNECTION_SECRETS).chain(ELECTION) {
             assert!(!a.group.contains('*') && !a.resource.contains('*'), "{a:?}");
             assert!(a.verbs.iter().all(|v| !v.contains('*')), "{a:?}");
             assert!(!a.verbs.contains(&"escalate") && !a.verbs.contains(&"impersonate"));

@@ -15,6 +15,8 @@ pub const QUOTA_READY: &str = "QuotaReady";
 pub const RBAC_READY: &str = "RBACReady";
 pub const NETWORK_POLICY_READY: &str = "NetworkPolicyReady";
 pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+/// Only with `spec.writeConnectionSecretToRef`; does not hold `Ready` back.
+pub const CONNECTION_SECRET_READY: &str = "ConnectionSecretReady";
 
 /// The detail conditions that must all be true for the tenant to be Ready.
 pub const HOST_READINESS: [&str; 4] = [
@@ -235,10 +237,17 @@ pub fn deleting(blocked: Option<(String, String)>) -> Vec<Desired> {
 
 /// Condition types this operator writes; anything else on the object is not ours to keep.
 fn known_type(type_: &str) -> Option<&'static str> {
-    [READY, SYNCED, RECONCILING, STALLED, DELETION_BLOCKED]
-        .into_iter()
-        .chain(HOST_READINESS)
-        .find(|t| *t == type_)
+    [
+        READY,
+        SYNCED,
+        RECONCILING,
+        STALLED,
+        DELETION_BLOCKED,
+        CONNECTION_SECRET_READY,
+    ]
+    .into_iter()
+    .chain(HOST_READINESS)
+    .find(|t| *t == type_)
 }
 
 #[cfg(test)]

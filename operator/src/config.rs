@@ -146,6 +146,18 @@ pub struct RunConfig {
     /// only the operator's caches; nothing is written unless something drifted.
     #[arg(long, env = "KUBESPACES_RESYNC", default_value = "10m", value_parser = parse_duration)]
     pub resync: Duration,
+    /// Namespaces where a Tenant's `spec.writeConnectionSecretToRef` may have the operator
+    /// write a copy of the tenant kubeconfig (comma-separated). None by default: that Secret is
+    /// the tenant's admin credential, and anyone allowed to create a Tenant could otherwise have
+    /// it written into any namespace. A Tenant pointing elsewhere gets a
+    /// `ConnectionSecretReady=False` condition and nothing is written. The operator needs the
+    /// Role `kubespaces:operator-connection-secrets` bound in each of these namespaces.
+    #[arg(
+        long = "connection-secret-namespaces",
+        env = "KUBESPACES_CONNECTION_SECRET_NAMESPACES",
+        value_delimiter = ','
+    )]
+    pub connection_secret_namespaces: Vec<String>,
     #[command(flatten)]
     pub leader: crate::leader::LeaderConfig,
 }

@@ -169,6 +169,7 @@ pub async fn run(
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
         recent: Default::default(),
+        connection_secret_namespaces: config.connection_secret_namespaces.clone(),
     });
 
     let mut watch_config = watcher::Config::default().any_semantic();

@@ -53,8 +53,9 @@ pub fn controller(
             .api_requests
             .get_or_create(&RequestLabels { verb })
             .inc();
-        let listed = access::request_attributes(request.method(), request.uri())
-            .is_some_and(|a| access::covers(access::CONTROLLER, &a));
+        let listed = access::request_attributes(request.method(), request.uri()).is_some_and(|a| {
+            access::covers(access::CONTROLLER, &a) || access::covers(access::CONNECTION_SECRETS, &a)
+        });
         if !listed {
             // A call the generated ClusterRole does not grant: a bug in access::CONTROLLER.
             error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER");

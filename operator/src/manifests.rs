@@ -106,6 +106,15 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             )?,
         ),
         (
+            "operator-connection-secrets-role.yaml",
+            render(
+                "the connection Secrets Role",
+                "Secrets for writeConnectionSecretToRef, in each namespace the operator may write \
+                 them to (bind it there): derived from operator/src/access.rs.",
+                &access::connection_secrets_role(),
+            )?,
+        ),
+        (
             "operator-lease-role.yaml",
             render(
                 "the leader election Role",

@@ -26,6 +26,8 @@ pub struct Outcome {
     /// A permanent problem (reason, message): nothing was applied.
     pub stalled: Option<(String, String)>,
     pub quota: Option<QuotaStatus>,
+    /// The connection Secret's condition, when the Tenant asks for one (see [`super::connection`]).
+    pub connection: Option<Desired>,
 }
 
 pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
@@ -61,6 +63,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             details,
             stalled: Some((reason, message)),
             quota: None,
+            connection: None,
         });
     }
     let mut host = observe::HostObjects {
@@ -125,6 +128,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
         details: observe::details(tenant, &ctx.host, &host),
         stalled: None,
         quota: observe::quota_status(host.quota.as_ref()),
+        connection: None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The Tenant reconciler: fetch (from caches) → validate → build (pure) → apply (only what
 //! drifted) → status (only when it changed). Teardown lives in [`teardown`].
 
+pub mod connection;
 pub mod drift;
 pub mod host;
 pub mod observe;
@@ -81,6 +82,8 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     pub recent: recent::RecentWrites,
+    /// Where `spec.writeConnectionSecretToRef` may point (`--connection-secret-namespaces`).
+    pub connection_secret_namespaces: Vec<String>,
 }
 
 /// How long to wait before looking again at a tenant that is still converging. Watches on the
@@ -159,6 +162,15 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     };
     let (finalized, ensured) = futures::join!(finalizer, host::ensure(tenant, ctx));
     finalized?;
+    let ensured = match ensured {
+        Ok(mut outcome) if outcome.stalled.is_none() => {
+            connection::ensure(tenant, ctx).await.map(|c| {
+                outcome.connection = c;
+                outcome
+            })
+        }
+        other => other,
+    };
     match ensured {
         Ok(outcome) => {
             let new_status = status::from_outcome(tenant, &outcome);

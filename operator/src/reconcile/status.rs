@@ -18,11 +18,13 @@ use crate::{
 
 /// The status after a successful pass over the host side.
 pub fn from_outcome(tenant: &Tenant, outcome: &Outcome) -> TenantStatus {
-    let summary = conditions::summarize(
+    let mut summary = conditions::summarize(
         outcome.details.clone(),
         outcome.stalled.clone(),
         &observe::ready_message(tenant),
     );
+    // After the summary: it does not hold Ready back.
+    summary.extend(outcome.connection.clone());
     with_conditions(tenant, summary, outcome.quota.clone())
 }
 

@@ -36,6 +36,8 @@ pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Ac
         .as_ref()
         .is_some_and(|n| observe::namespace_conflict(&name, Some(n)).is_none());
 
+    // A copy of the tenant's credential outside its namespace goes first, whatever the policy.
+    super::connection::remove(tenant, ctx).await?;
     let blocked = match (tenant.spec.deletion_policy, ns) {
         (DeletionPolicy::Orphan, Some(ns)) if ours => {
             release(&namespaces, tenant, &ns).await?;
