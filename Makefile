@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench bench-provider bench-node tools
+.PHONY: help up down test bench bench-provider bench-node bench-chart tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ bench-provider: ## terraform plan/apply: our provider vs a Go provider, 20 tenan
 
 bench-node: ## the real node against a kwok node: start-up, pod start latency, memory (PODS=n)
 	@$(H)/run-node-bench.sh $(PODS)
+
+bench-chart: ## the operator's pods under the chart's limits: memory, CPU with 300 tenants, failover
+	@$(H)/run-chart-bench.sh $(TENANTS)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh
