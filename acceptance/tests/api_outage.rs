@@ -1,6 +1,8 @@
 //! The API server stopped for 20 s and started again: the operator recovers by itself, in the
 //! same process, and reconciles a Tenant created right after the API is back within 10 s; the
 //! Tenant then becomes Ready (once kube-controller-manager's quota controller has recovered too).
+//! A pair of operators with leader election rides out the same outage: both processes stay, one
+//! leads and reconciles.
 //!
 //! One test in this binary: it takes the shared cluster's API server down (other test binaries
 //! run one after another, so nothing else is running meanwhile).
@@ -10,18 +12,22 @@ use std::{
     time::{Duration, Instant},
 };
 
-use kube::api::{DeleteParams, PostParams};
+use kube::{
+    Api,
+    api::{DeleteParams, PostParams},
+};
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, metric_sum, sharded_tenant},
+    operator::{OperatorProcess, least_privileged_kubeconfig, metric_sum, sharded_tenant},
     wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::{
-    api::TenantSpec,
+    api::{Tenant, TenantSpec},
     conditions::{NAMESPACE_READY, NETWORK_POLICY_READY, RBAC_READY, SYNCED},
 };
 
 const SHARD: &str = "api-outage";
+const HA_SHARD: &str = "api-outage-ha";
 const OUTAGE: Duration = Duration::from_secs(20);
 const RECONCILED_WITHIN: Duration = Duration::from_secs(10);
 
@@ -47,6 +53,30 @@ impl Drop for RestartOnDrop {
     }
 }
 
+/// The operator's part of a Tenant is done: it saw it and put everything of its own in place.
+/// (Ready also needs the quota controller of kube-controller-manager to compute the quota's
+/// status, and that controller's watches back off for up to 30 s after an outage (client-go).)
+async fn reconciled(tenants: &Api<Tenant>, name: &str) -> Option<()> {
+    let t = tenants.get_opt(name).await.ok().flatten()?;
+    let synced = t
+        .condition(SYNCED)
+        .is_some_and(|c| c.status == "True" && c.observed_generation == t.metadata.generation);
+    let own = [NAMESPACE_READY, RBAC_READY, NETWORK_POLICY_READY]
+        .iter()
+        .all(|o| t.condition(o).is_some_and(|c| c.status == "True"));
+    (synced && own).then_some(())
+}
+
+async fn leaders(ops: &[OperatorProcess]) -> usize {
+    let mut n = 0;
+    for op in ops {
+        if metric_sum(&op.metrics().await, "kubespaces_leader") == 1.0 {
+            n += 1;
+        }
+    }
+    n
+}
+
 #[tokio::test]
 async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
     let env = Env::get();
@@ -58,6 +88,36 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
     let _ = tenants.delete("outage", &DeleteParams::default()).await;
     wait_gone(&tenants, "outage", Duration::from_secs(60)).await;
     let pid = operator.pid();
+    // And a pair with leader election, as the chart runs them: an outage longer than the Lease
+    // must not cost the leader its process.
+    let kubeconfig = least_privileged_kubeconfig(&client, None).await;
+    let ha_args = [
+        "--leader-elect",
+        "--leader-elect-namespace",
+        &kubeconfig.lease_namespace,
+        "--leader-elect-lease",
+        "kubespaces-test-api-outage",
+    ];
+    let mut pair = Vec::new();
+    for _ in 0..2 {
+        let op = OperatorProcess::start_as(
+            env.operator_bin(),
+            HA_SHARD,
+            &ha_args,
+            Some(kubeconfig.path.clone()),
+        )
+        .await;
+        pair.push(op);
+    }
+    let _ = tenants.delete("outage-ha", &DeleteParams::default()).await;
+    wait_for(
+        "one of the pair to lead",
+        Duration::from_secs(30),
+        || async { (leaders(&pair).await == 1).then_some(()) },
+    )
+    .await;
+    wait_gone(&tenants, "outage-ha", Duration::from_secs(60)).await;
+    let pair_pids: Vec<u32> = pair.iter().map(OperatorProcess::pid).collect();
 
     let mut down = RestartOnDrop(true);
     apiserver("stop");
@@ -78,47 +138,64 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
     .await;
     let created = Instant::now();
 
-    // The operator's part: it sees the Tenant and puts everything of its own in place. Ready
-    // also needs the quota controller of kube-controller-manager to compute the quota's status,
-    // and that controller's watches back off for up to 30 s after an outage (client-go), so the
-    // bound on the operator is checked on the conditions it decides itself.
-    let own = [NAMESPACE_READY, RBAC_READY, NETWORK_POLICY_READY];
     wait_for(
         "the operator to reconcile the new Tenant",
         Duration::from_secs(90),
-        || async {
-            let t = tenants.get_opt("outage").await.ok().flatten()?;
-            let synced = t.condition(SYNCED).is_some_and(|c| {
-                c.status == "True" && c.observed_generation == t.metadata.generation
-            });
-            let done = own
-                .iter()
-                .all(|o| t.condition(o).is_some_and(|c| c.status == "True"));
-            (synced && done).then_some(())
-        },
+        || reconciled(&tenants, "outage"),
     )
     .await;
-    let reconciled = created.elapsed();
+    let reconciled_in = created.elapsed();
     wait_ready(&tenants, "outage", Duration::from_secs(120)).await;
     let ready = created.elapsed();
     eprintln!(
         "API server down {} s; after the Tenant was created: reconciled by the operator in {:.1} s, \
          Ready in {:.1} s",
         OUTAGE.as_secs(),
-        reconciled.as_secs_f64(),
+        reconciled_in.as_secs_f64(),
         ready.as_secs_f64()
     );
     assert!(
-        reconciled <= RECONCILED_WITHIN,
+        reconciled_in <= RECONCILED_WITHIN,
         "the operator reconciled the new Tenant only {:.1} s after its creation (at most \
          {RECONCILED_WITHIN:?} expected): its watches were still backing off",
-        reconciled.as_secs_f64()
+        reconciled_in.as_secs_f64()
     );
     assert!(
         operator.running() && operator.pid() == pid,
         "the operator must ride out the outage in the same process; log:\n{}",
         operator.log_text()
     );
+
+    let spec = TenantSpec::new("olga@example.com", "1", "1Gi", None);
+    tenants
+        .create(
+            &PostParams::default(),
+            &sharded_tenant("outage-ha", spec, HA_SHARD),
+        )
+        .await
+        .expect("create a Tenant for the pair");
+    wait_for(
+        "the leader of the pair to reconcile its Tenant",
+        Duration::from_secs(30),
+        || reconciled(&tenants, "outage-ha"),
+    )
+    .await;
+    for op in pair.iter_mut() {
+        assert!(
+            op.running(),
+            "both of the pair ride out the outage; log:\n{}",
+            op.log_text()
+        );
+    }
+    assert_eq!(
+        pair.iter().map(OperatorProcess::pid).collect::<Vec<_>>(),
+        pair_pids
+    );
+    assert_eq!(leaders(&pair).await, 1, "one leader");
+    tenants
+        .delete("outage-ha", &DeleteParams::default())
+        .await
+        .expect("delete");
 
     assert_eq!(
         metric_sum(
@@ -135,4 +212,5 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
         .expect("delete");
     // Teardown waits for the namespace controller, which recovers from the outage at its pace.
     wait_gone(&tenants, "outage", Duration::from_secs(120)).await;
+    wait_gone(&tenants, "outage-ha", Duration::from_secs(120)).await;
 }

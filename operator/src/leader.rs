@@ -347,8 +347,14 @@ async fn run_for_lease(
             }
             changed
         });
+        // After a failed Lease request a standby holds back for a Lease duration before running
+        // again: the Lease may have run out only because nobody could reach the API server, and
+        // the leader renews it within ~2 s of the API's return. Taking it at once would end the
+        // leader's process for nothing. (A leader that really died is replaced that much later.)
+        let mut hold_back: Option<tokio::time::Instant> = None;
         loop {
             let leader = *role.borrow() == Role::Leader;
+            let held = hold_back.filter(|_| !leader);
             tokio::select! {
                 biased;
                 _ = async { resign.wait_for(|r| *r).await.map(|_| ()) } => {
@@ -358,7 +364,10 @@ async fn run_for_lease(
                     info!("left the election");
                     return;
                 }
-                changed = manager.changed() => match changed {
+                _ = tokio::time::sleep_until(held.unwrap_or_else(tokio::time::Instant::now)), if held.is_some() => {
+                    hold_back = None;
+                }
+                changed = manager.changed(), if held.is_none() => match changed {
                     Ok(true) => {
                         info!(%identity, "acquired the leader Lease");
                         role.send_replace(Role::Leader);
@@ -369,10 +378,14 @@ async fn run_for_lease(
                         return;
                     }
                     Ok(false) => {}
-                    Err(e) => {
-                        // The fence holds writes back meanwhile, if this process leads.
-                        warn!(error = %e, "leader election: Lease request failed; retrying");
+                    Err(e) if leader => {
+                        // The fence holds writes back meanwhile.
+                        warn!(error = %e, "leader election: renewing the Lease failed; retrying");
                         tokio::time::sleep(pause(&mut backoff)).await;
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "leader election: Lease request failed; standing by");
+                        hold_back = Some(tokio::time::Instant::now() + LEASE_DURATION);
                     }
                 },
                 Ok(()) = seen.changed() => {
