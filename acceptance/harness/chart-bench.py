@@ -342,7 +342,19 @@ def resources(pod):
     return {f"{kind}_{r}": quantity(spec[kind][r]) for kind in ("requests", "limits") for r in ("memory", "cpu")}
 
 
-def usage(args, lease_name, tenants, res):
+def dump_logs(label):
+    """Appends every operator pod's log (and its previous container's) to
+    logs/operator-pods-history.log: pods deleted by the failovers take their logs with them."""
+    with open(os.path.join(STATE, "logs", "operator-pods-history.log"), "a") as out:
+        for pod in pods():
+            for prev in ("--previous", None):
+                r = subprocess.run([K, "-n", NS, "logs", pod] + ([prev] if prev else []),
+                                   capture_output=True, text=True)
+                if r.returncode == 0 and r.stdout:
+                    out.write(f"===== {label}: {pod}{' (previous container)' if prev else ''}\n{r.stdout}")
+
+
+def usage(args, lease_name, tenants, lease, res):
     leader, standby = wait_until("two Ready operator pods, one holding the Lease", 120,
                                  lambda: settled(lease_name), 0.25)
     res["pods"] = {"leader": leader, "standby": standby}
@@ -353,6 +365,7 @@ def usage(args, lease_name, tenants, res):
     say(f"leader {leader}, standby {standby}; cgroup limits: memory {mem_limit / 2**20:.0f} MiB, "
         f"cpu {cpu_limit} cores; idle window {args.idle_seconds} s")
     res["loadavg"] = [os.getloadavg()[0]]
+    since = time.monotonic()
     res["idle"] = window(cs, args.idle_seconds)
 
     names = [f"bench-{i:04d}" for i in range(args.tenants)]
@@ -369,15 +382,17 @@ def usage(args, lease_name, tenants, res):
                       "p99": lat[min(len(lat) - 1, round(0.99 * len(lat)) - 1)]}
     say(f"{args.tenants} Tenants created in {created:.1f} s, all Ready after {lat[-1]:.1f} s "
         f"(p50 {res['tenants']['p50']:.1f} s); leader used {res['load'][leader]['cpu_s']:.1f} CPU s")
-    if holder(lease_name) != leader or not all(c.pid == operator_pid(c.pod) for c in cs):
-        sys.exit("chart-bench: the leader changed or an operator process restarted during the run")
     res["loadavg"].append(os.getloadavg()[0])
     res["settled"] = window(cs, args.idle_seconds)
+    with lease.cv:
+        others = sorted({h for t, h in lease.events if t >= since and h != leader})
+    if others or not all(c.pid == operator_pid(c.pod) for c in cs):
+        dump_logs("after the load")
+        sys.exit(f"chart-bench: the Lease changed hands ({others}) or an operator process restarted "
+                 "while the leader was measured")
 
 
-def failover(args, lease_name, tenants, res):
-    lease = Lease(lease_name)
-    wait_until("the Lease watch", 30, lambda: lease.watch.lines > 0)
+def failover(args, lease_name, tenants, lease, res):
     rounds = []
     for i in range(2 * args.kills):
         how = "kill" if i % 2 == 0 else "delete"
@@ -385,6 +400,7 @@ def failover(args, lease_name, tenants, res):
                             lambda: settled(lease_name), 0.25)
         name = f"failover-{i:02d}"
         before = restarts()
+        dump_logs(f"before failover {i + 1}")
         if how == "kill":
             pid = wait_until(f"the operator process of {old}", 30, lambda: operator_pid(old))
             t0 = time.monotonic()
@@ -411,7 +427,6 @@ def failover(args, lease_name, tenants, res):
             f"{new} held the Lease after {t_lease - t0:.2f} s, Tenant {name} Ready after {t_ready - t0:.2f} s"
             + "".join(f"; then {h} took the Lease, after {t - t0:.2f} s" for t, h in later)
             + "".join(f"; {n} restarted (exit code {c})" for n, c in restarted.items()))
-    lease.watch.stop()
     res["failover"] = rounds
     res["lease_seconds"] = int(kubectl("-n", NS, "get", "lease", lease_name,
                                        "-o", "jsonpath={.spec.leaseDurationSeconds}"))
@@ -512,10 +527,14 @@ def main():
     lease_name = env["KUBESPACES_LEADER_ELECT_LEASE"]
     tenants = Tenants()
     wait_until("the Tenant watch", 30, lambda: tenants.watch.proc is not None)
+    lease = Lease(lease_name)
+    wait_until("the Lease watch", 30, lambda: lease.watch.lines > 0)
     res = {}
-    usage(args, lease_name, tenants, res)
-    failover(args, lease_name, tenants, res)
+    usage(args, lease_name, tenants, lease, res)
+    failover(args, lease_name, tenants, lease, res)
+    dump_logs("at the end")
     tenants.watch.stop()
+    lease.watch.stop()
     if args.results:
         with open(args.results, "w") as f:
             json.dump(res, f, indent=1)

@@ -35,7 +35,7 @@ KUBESPACES_NODES=real KUBESPACES_MANIFESTS=crds throwaway_cluster "$STATE" "$BIN
 "$HARNESS_DIR/chart.sh" install "$STATE"
 # shellcheck disable=SC1091
 . "$STATE/env"
-log "==> measuring: $TENANTS Tenants, then 2 x 5 failovers"
+log "==> measuring: $TENANTS Tenants, then 2 x 5 failovers; image $KUBESPACES_OPERATOR_IMAGE from $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- operator || echo ' + uncommitted changes in operator/')"
 rc=0
 python3 "$HARNESS_DIR/chart-bench.py" --state "$STATE" --tenants "$TENANTS" \
   --results "$STATE/logs/chart-bench.json" || rc=$?
@@ -44,4 +44,4 @@ if [ "$rc" -ne 0 ]; then
   tail -n 60 "$STATE/logs/operator-pods.log" >&3 || true
   die "the measurement failed (operator logs: $STATE/logs/operator-pods.log)"
 fi
-log "figures also in $STATE/logs/chart-bench.json, the operator pods' logs in $STATE/logs/operator-pods.log"
+log "figures also in $STATE/logs/chart-bench.json, the operator pods' logs in $STATE/logs/operator-pods{,-history}.log"
