@@ -313,7 +313,9 @@ async fn build_manager(
         .with_identity(identity)
         .with_duration(LEASE_DURATION.as_secs())
         .with_grace(RENEW_BEFORE_EXPIRY.as_secs())
-        .with_field_manager("kubespaces-operator-leader")
+        // One field manager per replica (the crate's default, named after the identity): two
+        // replicas taking an expired Lease at once then conflict on holderIdentity in the API
+        // server, and only one gets it. A shared manager would let the last write win.
         .build()
         .await
 }
