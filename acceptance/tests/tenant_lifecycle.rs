@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{LimitRange, Namespace, Pod, ResourceQuota};
+use k8s_openapi::api::{
+    core::v1::{LimitRange, Namespace, Pod, ResourceQuota},
+    rbac::v1::RoleBinding,
+};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
@@ -410,10 +413,66 @@ async fn deletion_tears_everything_down_unless_told_to_orphan() {
         quotas.get_opt(names::QUOTA).await.unwrap().is_some(),
         "Orphan keeps the contents too"
     );
-    namespaces
-        .delete("kubespaces-tenant-kept", &DeleteParams::default())
+
+    // What was left goes to no one else: a new Tenant of that name for another owner stalls on
+    // the namespace, and the earlier owner's binding stays as it was.
+    env.apply(&tenant_yaml(
+        "kept",
+        "mallory@example.com",
+        "1",
+        "1Gi",
+        None,
+    ));
+    let refused = wait_for(
+        "the other owner's tenant to stall on the namespace",
+        READY_TIMEOUT,
+        || async {
+            let t = tenants.get("kept").await.ok()?;
+            t.condition(conditions::NAMESPACE_READY)
+                .filter(|c| c.reason == "NamespaceConflict")
+                .map(|c| c.message.clone())
+        },
+    )
+    .await;
+    assert!(
+        refused.contains("by an earlier tenant of another owner")
+            && !refused.contains("erin@example.com"),
+        "{refused}"
+    );
+    let bindings: Api<RoleBinding> = Api::namespaced(env.client().await, "kubespaces-tenant-kept");
+    let subjects = bindings
+        .get(names::OWNER_ROLE_BINDING)
         .await
-        .expect("clean up");
+        .unwrap()
+        .subjects;
+    assert_eq!(
+        subjects.unwrap_or_default()[0].name,
+        "erin@example.com",
+        "the earlier owner's binding is untouched"
+    );
+    env.kubectl_ok(&["delete", "tenant", "kept"], None);
+    wait_gone(&tenants, "kept", Duration::from_secs(60)).await;
+    assert!(
+        namespaces
+            .get_opt("kubespaces-tenant-kept")
+            .await
+            .unwrap()
+            .is_some(),
+        "a namespace that was not the tenant's is left alone by its teardown"
+    );
+
+    // The same owner takes it back, contents and all; deleted with the default policy, it goes.
+    env.apply(&tenant_yaml("kept", "erin@example.com", "1", "1Gi", None));
+    wait_ready(&tenants, "kept", READY_TIMEOUT).await;
+    env.kubectl_ok(&["delete", "tenant", "kept", "--wait=false"], None);
+    wait_gone(&tenants, "kept", Duration::from_secs(120)).await;
+    assert!(
+        namespaces
+            .get_opt("kubespaces-tenant-kept")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]

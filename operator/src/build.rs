@@ -79,6 +79,10 @@ pub fn namespace(tenant: &Tenant, host: &HostConfig) -> Namespace {
         metadata: ObjectMeta {
             name: Some(names::namespace(&name)),
             labels: Some(labels),
+            annotations: Some(BTreeMap::from([(
+                names::OWNER_ANNOTATION.to_owned(),
+                tenant.spec.owner.clone(),
+            )])),
             owner_references: tenant.controller_owner_ref(&()).map(|r| vec![r]),
             ..ObjectMeta::default()
         },

@@ -26,6 +26,9 @@ pub const FINALIZER: &str = "kubespaces.io/teardown";
 
 /// Crossplane's pause annotation, honoured as is.
 pub const PAUSED_ANNOTATION: &str = "crossplane.io/paused";
+/// On the tenant namespace: the owner it was made for. A namespace left in place by
+/// `deletionPolicy: Orphan` is taken over only by a new Tenant of that same owner.
+pub const OWNER_ANNOTATION: &str = "kubespaces.io/owner";
 /// Reconcile-request tokens from Crossplane and Flux.
 pub const RECONCILE_REQUEST_ANNOTATIONS: [&str; 2] = [
     "crossplane.io/reconcile-requested-at",

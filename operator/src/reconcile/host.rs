@@ -50,7 +50,8 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             Err(e) => return Err(e.into()),
         };
     }
-    if let Some((reason, message)) = observe::namespace_conflict(&name, namespace.object.as_ref()) {
+    if let Some((reason, message)) = observe::namespace_conflict(tenant, namespace.object.as_ref())
+    {
         // Nothing of the tenant's exists; the namespace condition says why.
         let mut details = observe::details(tenant, &ctx.host, &observe::HostObjects::default());
         details[0] = Desired::new(

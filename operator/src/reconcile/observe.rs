@@ -25,30 +25,65 @@ pub struct HostObjects {
 }
 
 /// A permanent problem: the namespace the tenant needs belongs to someone else.
-pub fn namespace_conflict(tenant: &str, namespace: Option<&Namespace>) -> Option<(String, String)> {
+pub fn namespace_conflict(
+    tenant: &Tenant,
+    namespace: Option<&Namespace>,
+) -> Option<(String, String)> {
     let ns = namespace?;
-    let owner = ns
+    let tenant_name = tenant.metadata.name.as_deref().unwrap_or_default();
+    let name = names::namespace(tenant_name);
+    let conflict = |held_by: String| {
+        Some((
+            "NamespaceConflict".to_owned(),
+            format!("namespace {name} already exists and {held_by}"),
+        ))
+    };
+    let label = ns
         .metadata
         .labels
         .as_ref()
         .and_then(|l| l.get(names::TENANT_LABEL));
-    if owner.map(String::as_str) == Some(tenant) {
+    match label {
+        Some(l) if l == tenant_name => {}
+        Some(other) => {
+            return conflict(format!(
+                "is labelled for tenant {other}; delete that namespace or choose another tenant name"
+            ));
+        }
+        None => {
+            return conflict(format!(
+                "was not created by KubeSpaces (it has no {} label); delete that namespace or \
+                 choose another tenant name",
+                names::TENANT_LABEL
+            ));
+        }
+    }
+    // Held by a Tenant object (this one, or one whose deletion the garbage collector is about to
+    // follow with the namespace's): the namespace is this tenant's.
+    let held = ns
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.kind == "Tenant" && r.api_version.starts_with("kubespaces.io/"));
+    let same_owner = ns
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(names::OWNER_ANNOTATION))
+        == Some(&tenant.spec.owner);
+    if held || same_owner {
         return None;
     }
-    let name = names::namespace(tenant);
-    let held_by = match owner {
-        Some(other) => format!("is labelled for tenant {other}"),
-        None => format!(
-            "was not created by KubeSpaces (it has no {} label)",
-            names::TENANT_LABEL
-        ),
-    };
-    Some((
-        "NamespaceConflict".into(),
-        format!(
-            "namespace {name} already exists and {held_by}; delete that namespace or choose another tenant name"
-        ),
-    ))
+    // Left in place by an earlier Tenant of that name (deletionPolicy: Orphan), with its
+    // workloads, Secrets and the old owner's RoleBinding: handing that to someone else would give
+    // them another person's data. The earlier owner is not named: the status is not theirs.
+    conflict(
+        "was left in place (deletionPolicy: Orphan) by an earlier tenant of another owner; only a \
+         tenant of the same owner takes it over, with what it holds: delete that namespace or \
+         choose another tenant name"
+            .to_owned(),
+    )
 }
 
 fn phase_of(ns: &Namespace) -> &str {
@@ -269,21 +304,46 @@ mod tests {
 
     #[test]
     fn a_namespace_of_another_tenant_or_nobody_is_a_conflict() {
-        assert!(namespace_conflict("team-atlas", None).is_none());
-        assert!(
-            namespace_conflict("team-atlas", Some(&namespace_labelled(Some("team-atlas"))))
-                .is_none()
-        );
+        let t = tenant();
+        assert!(namespace_conflict(&t, None).is_none());
+        let made = build::namespace(&t, &HostConfig::default());
+        assert!(namespace_conflict(&t, Some(&made)).is_none());
         let (reason, message) =
-            namespace_conflict("team-atlas", Some(&namespace_labelled(Some("other")))).unwrap();
+            namespace_conflict(&t, Some(&namespace_labelled(Some("other")))).unwrap();
         assert_eq!(reason, "NamespaceConflict");
         assert!(
             message.contains("kubespaces-tenant-team-atlas") && message.contains("tenant other"),
             "{message}"
         );
-        let (_, message) =
-            namespace_conflict("team-atlas", Some(&namespace_labelled(None))).unwrap();
+        let (_, message) = namespace_conflict(&t, Some(&namespace_labelled(None))).unwrap();
         assert!(message.contains("not created by KubeSpaces"), "{message}");
+    }
+
+    #[test]
+    fn an_orphaned_namespace_goes_only_to_a_tenant_of_the_same_owner() {
+        let t = tenant();
+        // What deletionPolicy: Orphan leaves: labels and annotation, no owner reference.
+        let mut orphaned = build::namespace(&t, &HostConfig::default());
+        orphaned.metadata.owner_references = None;
+        assert!(
+            namespace_conflict(&t, Some(&orphaned)).is_none(),
+            "same owner"
+        );
+        let mut other = t.clone();
+        other.spec.owner = "mallory@example.com".into();
+        let (reason, message) = namespace_conflict(&other, Some(&orphaned)).unwrap();
+        assert_eq!(reason, "NamespaceConflict");
+        assert!(
+            message.contains("another owner") && !message.contains(&t.spec.owner),
+            "names no one: {message}"
+        );
+        // Without the annotation (nothing says whose it was), nobody takes it over.
+        assert!(namespace_conflict(&t, Some(&namespace_labelled(Some("team-atlas")))).is_some());
+        // Held by a Tenant object: the tenant's, whatever the annotation says.
+        other.metadata.uid = Some("uid-of-the-other".into());
+        let made = build::namespace(&other, &HostConfig::default());
+        assert!(made.metadata.owner_references.is_some());
+        assert!(namespace_conflict(&t, Some(&made)).is_none());
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Ac
     let ns = namespaces.get_opt(&ns_name).await?;
     let ours = ns
         .as_ref()
-        .is_some_and(|n| observe::namespace_conflict(&name, Some(n)).is_none());
+        .is_some_and(|n| observe::namespace_conflict(tenant, Some(n)).is_none());
 
     // A copy of the tenant's credential outside its namespace goes first, whatever the policy.
     super::connection::remove(tenant, ctx).await?;
