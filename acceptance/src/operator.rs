@@ -165,6 +165,19 @@ impl OperatorProcess {
     }
 
     /// The operator's Prometheus metrics text.
+    /// Asserts that every request the operator sent so far is one its ClusterRole lists
+    /// (`access::CONTROLLER`): a request outside the table would be refused under the chart.
+    pub async fn assert_every_request_listed(&self) {
+        assert_eq!(
+            metric_sum(
+                &self.metrics().await,
+                "kubespaces_kube_api_requests_unlisted_total"
+            ),
+            0.0,
+            "every request the operator sent is listed in access::CONTROLLER (its ClusterRole)"
+        );
+    }
+
     pub async fn metrics(&self) -> String {
         http_get(&format!("{}/metrics", self.metrics_url))
             .await

@@ -197,14 +197,7 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
         .await
         .expect("delete");
 
-    assert_eq!(
-        metric_sum(
-            &operator.metrics().await,
-            "kubespaces_kube_api_requests_unlisted_total"
-        ),
-        0.0,
-        "every request the operator sent is listed in access::CONTROLLER (its ClusterRole)"
-    );
+    operator.assert_every_request_listed().await;
 
     tenants
         .delete("outage", &DeleteParams::default())

@@ -131,14 +131,7 @@ async fn a_killed_operator_picks_up_where_it_left_off() {
         );
     }
 
-    assert_eq!(
-        metric_sum(
-            &operator.metrics().await,
-            "kubespaces_kube_api_requests_unlisted_total"
-        ),
-        0.0,
-        "every request the operator sent is listed in access::CONTROLLER (its ClusterRole)"
-    );
+    operator.assert_every_request_listed().await;
 
     for i in 0..COUNT {
         tenants

@@ -16,12 +16,7 @@
 //!   escalation check asks for it when the operator creates RoleBindings to that role, and it
 //!   is why the operator does not need to hold every permission it grants to owners.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::{
-    api::rbac::v1::{ClusterRole, PolicyRule, Role},
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
-};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 
 use crate::names;
 
@@ -243,21 +238,10 @@ fn rules(table: &[Access]) -> Vec<PolicyRule> {
         .collect()
 }
 
-fn metadata(name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        labels: Some(BTreeMap::from([(
-            names::MANAGED_BY_LABEL.to_owned(),
-            names::MANAGED_BY.to_owned(),
-        )])),
-        ..ObjectMeta::default()
-    }
-}
-
 /// The operator's ClusterRole, from [`CONTROLLER`].
 pub fn operator_cluster_role() -> ClusterRole {
     ClusterRole {
-        metadata: metadata(OPERATOR_CLUSTER_ROLE),
+        metadata: crate::build::install_meta(OPERATOR_CLUSTER_ROLE),
         rules: Some(rules(CONTROLLER)),
         ..ClusterRole::default()
     }
@@ -267,7 +251,7 @@ pub fn operator_cluster_role() -> ClusterRole {
 /// namespace of `--connection-secret-namespaces`.
 pub fn connection_secrets_role() -> Role {
     Role {
-        metadata: metadata(CONNECTION_SECRETS_ROLE),
+        metadata: crate::build::install_meta(CONNECTION_SECRETS_ROLE),
         rules: Some(rules(CONNECTION_SECRETS)),
     }
 }
@@ -276,7 +260,7 @@ pub fn connection_secrets_role() -> Role {
 /// operator's namespace.
 pub fn leader_election_role() -> Role {
     Role {
-        metadata: metadata(LEADER_ELECTION_ROLE),
+        metadata: crate::build::install_meta(LEADER_ELECTION_ROLE),
         rules: Some(rules(ELECTION)),
     }
 }

@@ -43,6 +43,19 @@ pub fn labels(tenant: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// Metadata of an install object the operator generates (roles, admission policies): its name and
+/// the managed-by label, nothing tenant-specific.
+pub fn install_meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(BTreeMap::from([(
+            names::MANAGED_BY_LABEL.to_owned(),
+            names::MANAGED_BY.to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
 fn meta(tenant: &str, name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_owned()),

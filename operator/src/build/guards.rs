@@ -3,15 +3,13 @@
 //! them that would reach past the namespace. CEL, evaluated inside the API server: no webhook to
 //! run or to fail open.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::{
     api::admissionregistration::v1::{
         MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
         ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
         ValidatingAdmissionPolicySpec, Validation, Variable,
     },
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta},
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
 };
 
 use crate::names;
@@ -31,17 +29,6 @@ const ANONYMOUS_USER: &str = "system:anonymous";
 /// way of platform administrators, e.g. binding a CI ServiceAccount to read one Secret of a
 /// tenant namespace. Tenant owners hold no such right.
 const CLUSTER_WIDE_GRANTOR: &str = "!authorizer.group('rbac.authorization.k8s.io').resource('clusterrolebindings').check('create').allowed()";
-
-fn meta(name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        labels: Some(BTreeMap::from([(
-            names::MANAGED_BY_LABEL.to_owned(),
-            names::MANAGED_BY.to_owned(),
-        )])),
-        ..ObjectMeta::default()
-    }
-}
 
 /// Creates and updates of `group/resource` in namespaces that carry the tenant label.
 fn in_tenant_namespaces(group: &str, resource: &str) -> MatchResources {
@@ -92,7 +79,7 @@ fn policy(
     validations: Vec<Validation>,
 ) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
     let policy = ValidatingAdmissionPolicy {
-        metadata: meta(name),
+        metadata: super::install_meta(name),
         spec: Some(ValidatingAdmissionPolicySpec {
             // A policy that cannot be evaluated refuses: these are the isolation's last line.
             failure_policy: Some("Fail".into()),
@@ -105,7 +92,7 @@ fn policy(
         status: None,
     };
     let binding = ValidatingAdmissionPolicyBinding {
-        metadata: meta(name),
+        metadata: super::install_meta(name),
         spec: ValidatingAdmissionPolicyBindingSpec {
             policy_name: name.into(),
             validation_actions: vec!["Deny".into()],
