@@ -2,7 +2,8 @@
 //!
 //! `Ready` and `Synced` are always present; `Reconciling` and `Stalled` only while true (kstatus,
 //! Flux); detail conditions name the object and the reason when something is stuck. The phase
-//! is derived from the conditions in one place, [`phase`], and nothing branches on it.
+//! is derived from the conditions in one place, [`phase`]; what the operator does next (requeue,
+//! `status.observedGeneration`, Events on a phase change) follows from it, never the reverse.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
