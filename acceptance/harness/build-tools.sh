@@ -18,14 +18,17 @@
 #                  provider the provider benchmark compares against (run-provider-bench.sh)
 #   helm           Helm v3 (acceptance/tools/helm), which installs charts/kubespaces (make test,
 #                  make up); its default Kubernetes version is the cluster's
+#   health-check   acceptance/tools/health-check: what Flux's healthCheckExprs (cel-go), Argo CD's
+#                  Lua health check (gopher-lua) and kstatus (cli-utils) say about Tenant objects
+#                  (tests/health.rs)
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(tofu tf-kubectl helm); shift ;;
-    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(tofu tf-kubectl helm health-check); shift ;;
+    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -174,7 +177,12 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       done
       dir=$(build_cached helm "$HELM_V" "$TOOLS/helm" "$HELM_LD" $HP/cmd/helm)
       ln -sfn "$dir/helm" "$BIN/helm" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm)" >&2; exit 2 ;;
+    health-check)
+      # Versioned by its pins (cel-go, gopher-lua, cli-utils): the key covers go.mod and main.go.
+      CEL_V=$(modversion github.com/google/cel-go "$TOOLS/health-check")
+      dir=$(build_cached health-check "cel-$CEL_V" "$TOOLS/health-check" "-s -w" .)
+      ln -sfn "$dir/health-check" "$BIN/health-check" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"

@@ -43,8 +43,8 @@ cargo build --workspace --bins
 step "the release operator, for its image (cargo build --release -p kubespaces-operator)"
 cargo build --release -p kubespaces-operator
 
-step "control-plane binaries, OpenTofu and helm (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm)
+step "control-plane binaries, OpenTofu, helm and health-check (cached after the first build)"
+BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm --with health-check)
 
 step "the chart (helm lint, generated manifests, values schema)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check

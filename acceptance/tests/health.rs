@@ -1,0 +1,531 @@
+//! GitOps health: what Flux, Argo CD and kstatus say about a Tenant in each phase.
+//!
+//! `tenants_in_every_phase_match_the_fixtures` creates Tenants on the real cluster, captures each
+//! at the moment it is in the phase (new, provisioning, ready, updated, failed, paused, deleting),
+//! strips what changes from run to run (uid, resourceVersion, timestamps, managedFields, the
+//! quota's usage) and
+//! compares them with `examples/health/testdata/<phase>.json` and the Argo CD test inputs
+//! `examples/argocd/kubespaces.io/Tenant/testdata/<phase>.yaml` (`KUBESPACES_UPDATE_MANIFESTS=1`
+//! rewrites them). `flux_argo_and_kstatus_verdicts_per_phase` runs those fixtures through the
+//! shipped checks (`examples/flux/kustomization.yaml`, `examples/argocd/.../health.lua`) and
+//! kstatus, with the libraries those tools use (the Go tool `acceptance/tools/health-check`),
+//! and asserts the verdict per phase.
+
+use std::{collections::BTreeMap, path::PathBuf, process::Command, time::Duration};
+
+use k8s_openapi::api::{
+    core::v1::{ConfigMap, Namespace},
+    rbac::v1::PolicyRule,
+};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use kubespaces_acceptance::{
+    Env,
+    operator::{OperatorProcess, least_privileged_kubeconfig, sharded_tenant},
+    wait_for, wait_gone, wait_ready,
+};
+use kubespaces_operator::{
+    access,
+    api::{Tenant, TenantSpec},
+    conditions::{DELETION_BLOCKED, RECONCILING, SYNCED},
+};
+use serde_json::{Value, json};
+
+const SHARD: &str = "health";
+/// The operator of this shard may not write NetworkPolicies: its Tenants stay Provisioning.
+const SHARD_NO_NETPOL: &str = "health-no-netpol";
+/// No operator serves this shard: its Tenants keep the state of a Tenant no operator has seen.
+const SHARD_UNSERVED: &str = "health-unserved";
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The phases captured, in the order of the verdict table.
+const PHASES: [&str; 7] = [
+    "new",
+    "provisioning",
+    "ready",
+    "updated",
+    "failed",
+    "paused",
+    "deleting",
+];
+
+fn repo() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn fixture(phase: &str) -> PathBuf {
+    repo().join(format!("examples/health/testdata/{phase}.json"))
+}
+
+const ARGO_DIR: &str = "examples/argocd/kubespaces.io/Tenant";
+
+fn argo_input(phase: &str) -> PathBuf {
+    repo().join(format!("{ARGO_DIR}/testdata/{phase}.yaml"))
+}
+
+/// The object as committed: without what differs from run to run.
+fn normalize(tenant: &Tenant) -> Value {
+    let mut v = serde_json::to_value(tenant).expect("tenant as JSON");
+    let meta = v["metadata"].as_object_mut().expect("metadata");
+    for field in [
+        "uid",
+        "resourceVersion",
+        "managedFields",
+        "creationTimestamp",
+    ] {
+        meta.remove(field);
+    }
+    if meta.contains_key("deletionTimestamp") {
+        meta.insert("deletionTimestamp".into(), json!("2026-01-01T00:00:00Z"));
+    }
+    // What the quota controller counted depends on when it last looked (the namespace's
+    // kube-root-ca.crt ConfigMap, for one): no health check reads it.
+    if let Some(quota) = v
+        .pointer_mut("/status/quota")
+        .and_then(Value::as_object_mut)
+    {
+        quota.remove("used");
+    }
+    if let Some(conditions) = v
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        for c in conditions {
+            if c.get("lastTransitionTime").is_some() {
+                c["lastTransitionTime"] = json!("2026-01-01T00:00:00Z");
+            }
+        }
+    }
+    v
+}
+
+/// Compares `tenant` with its fixture and Argo CD test input, or writes both when
+/// KUBESPACES_UPDATE_MANIFESTS is set.
+fn record(phase: &str, tenant: &Tenant) {
+    let v = normalize(tenant);
+    let json_text = serde_json::to_string_pretty(&v).unwrap() + "\n";
+    let yaml_text = serde_yaml::to_string(&v).unwrap();
+    let files = [(fixture(phase), json_text), (argo_input(phase), yaml_text)];
+    if std::env::var_os("KUBESPACES_UPDATE_MANIFESTS").is_some() {
+        for (path, text) in &files {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        return;
+    }
+    for (path, text) in &files {
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(
+            &committed,
+            text,
+            "{} differs from the Tenant captured in phase {phase} \
+             (KUBESPACES_UPDATE_MANIFESTS=1 rewrites it)",
+            path.display()
+        );
+    }
+}
+
+fn rules_without_network_policy_writes() -> Vec<PolicyRule> {
+    let mut role = access::operator_cluster_role();
+    role.rules
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut rule| {
+            if rule.resources.as_deref() == Some(&["networkpolicies".to_owned()][..]) {
+                rule.verbs.retain(|v| v == "list" || v == "watch");
+            }
+            rule
+        })
+        .collect()
+}
+
+fn spec() -> TenantSpec {
+    TenantSpec::new("health@example.com", "1", "1Gi", None)
+}
+
+async fn merge(tenants: &Api<Tenant>, name: &str, patch: Value) -> Tenant {
+    tenants
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("patch {name}: {e}"))
+}
+
+async fn get_when(
+    tenants: &Api<Tenant>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Tenant) -> bool,
+) -> Tenant {
+    wait_for(&format!("{name}: {what}"), TIMEOUT, || async {
+        tenants.get_opt(name).await.ok().flatten().filter(&check)
+    })
+    .await
+}
+
+/// health-new has the teardown finalizer (the admission policy puts it on every new Tenant) and
+/// no operator to remove it: removes it.
+async fn release_unserved(tenants: &Api<Tenant>) {
+    let release = json!({"metadata": {"finalizers": null}});
+    let _ = tenants
+        .patch(
+            "health-new",
+            &PatchParams::default(),
+            &Patch::Merge(&release),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn tenants_in_every_phase_match_the_fixtures() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let no_netpol = least_privileged_kubeconfig(
+        &client,
+        Some(("health-no-netpol", rules_without_network_policy_writes())),
+    )
+    .await;
+    let mut operator = OperatorProcess::start(env.operator_bin(), SHARD).await;
+    let _limited = OperatorProcess::start_as(
+        env.operator_bin(),
+        SHARD_NO_NETPOL,
+        &[],
+        Some(no_netpol.path),
+    )
+    .await;
+    // Leftovers of an earlier run (their operators tear them down).
+    for name in PHASES.map(|p| format!("health-{p}")) {
+        let resume = json!({"metadata": {"annotations": {"crossplane.io/paused": null}}});
+        let _ = tenants
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&resume))
+            .await;
+        let _ = tenants.delete(&name, &DeleteParams::default()).await;
+    }
+    release_unserved(&tenants).await;
+    let _ = namespaces
+        .delete("kubespaces-tenant-health-failed", &DeleteParams::default())
+        .await;
+    for name in PHASES.map(|p| format!("health-{p}")) {
+        wait_gone(&tenants, &name, TIMEOUT).await;
+    }
+    wait_gone(&namespaces, "kubespaces-tenant-health-failed", TIMEOUT).await;
+    let create = |name: &'static str, shard: &'static str| {
+        let tenants = tenants.clone();
+        async move {
+            tenants
+                .create(&PostParams::default(), &sharded_tenant(name, spec(), shard))
+                .await
+                .unwrap_or_else(|e| panic!("create {name}: {e}"))
+        }
+    };
+
+    // new: as every Tenant is until an operator's first reconcile, no status at all.
+    let new = create("health-new", SHARD_UNSERVED).await;
+    assert!(new.status.is_none());
+    record("new", &new);
+    tenants
+        .delete("health-new", &DeleteParams::default())
+        .await
+        .expect("delete health-new");
+    release_unserved(&tenants).await;
+
+    // provisioning: the operator is at work but cannot finish (it may not write the
+    // NetworkPolicy), as a Tenant looks from outside while its first reconcile takes long. Its
+    // first reconcile never succeeds, so the phase stays Pending and only Ready, Synced and
+    // Reconciling are there.
+    create("health-provisioning", SHARD_NO_NETPOL).await;
+    let t = get_when(
+        &tenants,
+        "health-provisioning",
+        "Synced: MissingPermission",
+        |t| {
+            t.condition(SYNCED)
+                .is_some_and(|c| c.reason == "MissingPermission")
+                && t.condition(RECONCILING).is_some_and(|c| c.status == "True")
+        },
+    )
+    .await;
+    record("provisioning", &t);
+
+    // ready
+    create("health-ready", SHARD).await;
+    let t = wait_ready(&tenants, "health-ready", TIMEOUT).await;
+    record("ready", &t);
+
+    // failed: the namespace belongs to someone else.
+    let squatted: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "kubespaces-tenant-health-failed"}}))
+            .unwrap();
+    namespaces
+        .create(&PostParams::default(), &squatted)
+        .await
+        .expect("squatted namespace");
+    create("health-failed", SHARD).await;
+    let t = get_when(&tenants, "health-failed", "Failed", |t| {
+        t.phase() == Some("Failed")
+    })
+    .await;
+    record("failed", &t);
+
+    // paused, then changed: the change waits.
+    create("health-paused", SHARD).await;
+    wait_ready(&tenants, "health-paused", TIMEOUT).await;
+    merge(
+        &tenants,
+        "health-paused",
+        json!({"metadata": {"annotations": {"crossplane.io/paused": "true"}}}),
+    )
+    .await;
+    get_when(&tenants, "health-paused", "ReconcilePaused", |t| {
+        t.condition(SYNCED)
+            .is_some_and(|c| c.reason == "ReconcilePaused")
+    })
+    .await;
+    merge(
+        &tenants,
+        "health-paused",
+        json!({"spec": {"resources": {"cpu": "2"}}}),
+    )
+    .await;
+    let t = get_when(
+        &tenants,
+        "health-paused",
+        "ReconcilePaused at generation 2",
+        |t| {
+            t.metadata.generation == Some(2)
+                && t.condition(SYNCED).is_some_and(|c| {
+                    c.reason == "ReconcilePaused" && c.observed_generation == Some(2)
+                })
+        },
+    )
+    .await;
+    record("paused", &t);
+
+    // deleting: a ConfigMap with a finalizer nobody removes holds the namespace.
+    create("health-deleting", SHARD).await;
+    wait_ready(&tenants, "health-deleting", TIMEOUT).await;
+    let held = "kubespaces-tenant-health-deleting";
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), held);
+    let hold: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "hold", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
+    configmaps
+        .create(&PostParams::default(), &hold)
+        .await
+        .expect("configmap with a finalizer");
+    tenants
+        .delete("health-deleting", &DeleteParams::default())
+        .await
+        .expect("delete health-deleting");
+    let t = get_when(
+        &tenants,
+        "health-deleting",
+        "DeletionBlocked naming the finalizer",
+        |t| {
+            t.condition(DELETION_BLOCKED)
+                .is_some_and(|c| c.message.contains("example.com/hold"))
+        },
+    )
+    .await;
+    record("deleting", &t);
+    configmaps
+        .patch(
+            "hold",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("release the configmap");
+
+    // updated: the spec changed and no operator has looked yet (it is stopped meanwhile).
+    operator.kill();
+    merge(
+        &tenants,
+        "health-ready",
+        json!({"spec": {"resources": {"cpu": "2"}}}),
+    )
+    .await;
+    let t = tenants.get("health-ready").await.expect("get health-ready");
+    assert_eq!(t.metadata.generation, Some(2));
+    record("updated", &t);
+    operator.restart().await;
+    let t = wait_ready(&tenants, "health-ready", TIMEOUT).await;
+    assert_eq!(t.metadata.generation, Some(2));
+
+    // Clean up.
+    merge(
+        &tenants,
+        "health-paused",
+        json!({"metadata": {"annotations": {"crossplane.io/paused": null}}}),
+    )
+    .await;
+    for name in [
+        "health-provisioning",
+        "health-ready",
+        "health-failed",
+        "health-paused",
+    ] {
+        tenants
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("delete {name}: {e}"));
+    }
+    for name in PHASES.map(|p| format!("health-{p}")) {
+        wait_gone(&tenants, &name, TIMEOUT).await;
+    }
+    namespaces
+        .delete("kubespaces-tenant-health-failed", &DeleteParams::default())
+        .await
+        .expect("delete the squatted namespace");
+}
+
+/// The health-check tool built by `build-tools.sh --with health-check`.
+fn health_check_bin() -> PathBuf {
+    let bin = std::env::var("KUBESPACES_BIN")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .map(|b| PathBuf::from(b).join("health-check"))
+        .expect("KUBESPACES_BIN (set by the harness): the health-check tool is built by build-tools.sh --with health-check");
+    assert!(
+        bin.exists(),
+        "{} is missing: run acceptance/harness/build-tools.sh --with health-check",
+        bin.display()
+    );
+    bin
+}
+
+/// The verdicts of the shipped checks and kstatus for every fixture: phase -> tool -> verdict.
+fn verdicts() -> BTreeMap<String, BTreeMap<String, (String, String)>> {
+    let out = Command::new(health_check_bin())
+        .current_dir(repo())
+        .args([
+            "--json",
+            "--flux",
+            "examples/flux/kustomization.yaml",
+            "--argo",
+            ARGO_DIR,
+        ])
+        .args(PHASES.map(|p| format!("examples/health/testdata/{p}.json")))
+        .output()
+        .expect("run health-check");
+    assert!(
+        out.status.success(),
+        "health-check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            let row: BTreeMap<String, String> = serde_json::from_str(line).expect("a JSON row");
+            let tools = ["flux", "argo", "kstatus"]
+                .map(|t| {
+                    let message = row.get(&format!("{t}Message")).cloned().unwrap_or_default();
+                    (t.to_owned(), (row[t].clone(), message))
+                })
+                .into();
+            (row["object"].clone(), tools)
+        })
+        .collect()
+}
+
+#[test]
+fn the_argocd_cm_snippet_holds_the_tested_script() {
+    let cm: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo().join("examples/argocd/argocd-cm.yaml")).unwrap(),
+    )
+    .expect("argocd-cm.yaml");
+    let script = std::fs::read_to_string(repo().join(format!("{ARGO_DIR}/health.lua"))).unwrap();
+    assert_eq!(
+        cm["data"]["resource.customizations.health.kubespaces.io_Tenant"].as_str(),
+        Some(script.as_str()),
+        "examples/argocd/argocd-cm.yaml differs from {ARGO_DIR}/health.lua"
+    );
+}
+
+#[test]
+fn flux_argo_and_kstatus_verdicts_per_phase() {
+    let expected: [(&str, &str, &str, &str); 7] = [
+        // phase          Flux (healthCheckExprs)  Argo CD (health.lua)  kstatus
+        ("new", "Unknown", "Progressing", "Current"),
+        ("provisioning", "InProgress", "Progressing", "InProgress"),
+        ("ready", "Current", "Healthy", "Current"),
+        ("updated", "InProgress", "Progressing", "InProgress"),
+        ("failed", "Failed", "Degraded", "Failed"),
+        ("paused", "InProgress", "Suspended", "InProgress"),
+        ("deleting", "InProgress", "Progressing", "Terminating"),
+    ];
+    let got = verdicts();
+    println!(
+        "{:<14} {:<11} {:<12} {:<12}",
+        "phase", "flux", "argo", "kstatus"
+    );
+    for phase in PHASES {
+        let row = &got[phase];
+        println!(
+            "{phase:<14} {:<11} {:<12} {:<12}",
+            row["flux"].0, row["argo"].0, row["kstatus"].0
+        );
+    }
+    for (phase, row) in &got {
+        for tool in ["flux", "argo", "kstatus"] {
+            println!("  {phase} {tool}: {}", row[tool].1);
+        }
+    }
+    let mut wrong = Vec::new();
+    for (phase, flux, argo, kstatus) in expected {
+        let row = &got[phase];
+        for (tool, want) in [("flux", flux), ("argo", argo), ("kstatus", kstatus)] {
+            if row[tool].0 != want {
+                wrong.push(format!(
+                    "{phase} {tool}: {} ({}), expected {want}",
+                    row[tool].0, row[tool].1
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "unexpected verdicts:\n{}",
+        wrong.join("\n")
+    );
+
+    // The shipped checks never call a Tenant healthy unless it is Ready at its generation.
+    for phase in PHASES {
+        let tenant: Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture(phase)).unwrap()).unwrap();
+        let generation = &tenant["metadata"]["generation"];
+        let ready_now = tenant
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "Ready"
+                        && c["status"] == "True"
+                        && &c["observedGeneration"] == generation
+                })
+            })
+            && tenant.pointer("/metadata/deletionTimestamp").is_none();
+        let row = &got[phase];
+        if row["flux"].0 == "Current" || row["argo"].0 == "Healthy" {
+            assert!(
+                ready_now,
+                "{phase}: reported healthy ({row:?}) but not Ready at its generation"
+            );
+        }
+    }
+    for phase in ["new", "provisioning", "updated"] {
+        assert_ne!(
+            got[phase]["flux"].0, "Current",
+            "Flux calls a {phase} Tenant healthy"
+        );
+        assert_ne!(
+            got[phase]["argo"].0, "Healthy",
+            "Argo CD calls a {phase} Tenant healthy"
+        );
+    }
+}
