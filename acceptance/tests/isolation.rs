@@ -510,51 +510,44 @@ async fn the_owner_is_refused_every_way_out_of_the_namespace() {
     // Where the guards do not apply (a namespace that is not a tenant's), the same requests
     // are valid: the refusals above are the guards' doing, not malformed requests.
     let outside = "default";
-    let as_admin = |manifest: &str| {
-        env.kubectl(
-            &[
-                "-n",
-                outside,
-                "create",
-                "--dry-run=server",
-                "-o",
-                "name",
-                "-f",
-                "-",
-            ],
-            Some(manifest),
-        )
+    // A server-side dry run as the test driver, a cluster admin, in `namespace`.
+    let as_admin = |namespace: &str, manifest: &str| {
+        let args = [
+            "-n",
+            namespace,
+            "create",
+            "--dry-run=server",
+            "-o",
+            "name",
+            "-f",
+            "-",
+        ];
+        env.kubectl(&args, Some(manifest))
     };
     assert_admitted(
-        &as_admin(&service(outside, "ClusterIP", &["203.0.113.7"])),
+        &as_admin(outside, &service(outside, "ClusterIP", &["203.0.113.7"])),
         "a Service with externalIPs outside tenant namespaces",
     );
     assert_admitted(
-        &as_admin(&role_binding(
+        &as_admin(
             outside,
-            json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                    "name": "system:authenticated"}]),
-        )),
+            &role_binding(
+                outside,
+                json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                        "name": "system:authenticated"}]),
+            ),
+        ),
         "a RoleBinding to system:authenticated outside tenant namespaces",
     );
     // And inside the tenant namespace, a platform administrator (who could bind anyone
     // cluster-wide anyway) may bind another namespace's ServiceAccount, e.g. a CI identity.
     assert_admitted(
-        &env.kubectl(
-            &[
-                "-n",
-                ns.as_str(),
-                "create",
-                "--dry-run=server",
-                "-o",
-                "name",
-                "-f",
-                "-",
-            ],
-            Some(&role_binding(
+        &as_admin(
+            &ns,
+            &role_binding(
                 &ns,
                 json!([{"kind": "ServiceAccount", "name": "default", "namespace": other_ns}]),
-            )),
+            ),
         ),
         "an administrator's RoleBinding to another namespace's ServiceAccount",
     );
