@@ -296,14 +296,7 @@ pub fn owner_cluster_role() -> ClusterRole {
     ];
     let read = ["get", "list", "watch"];
     ClusterRole {
-        metadata: ObjectMeta {
-            name: Some(names::OWNER_CLUSTER_ROLE.into()),
-            labels: Some(BTreeMap::from([(
-                names::MANAGED_BY_LABEL.to_owned(),
-                names::MANAGED_BY.to_owned(),
-            )])),
-            ..ObjectMeta::default()
-        },
+        metadata: install_meta(names::OWNER_CLUSTER_ROLE),
         rules: Some(vec![
             rule(
                 &[""],
@@ -374,14 +367,7 @@ pub fn owner_cluster_role() -> ClusterRole {
 /// finalizer itself.
 pub fn finalizer_admission_policy() -> (MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding) {
     let name = "kubespaces-tenant-finalizer";
-    let meta = || ObjectMeta {
-        name: Some(name.into()),
-        labels: Some(BTreeMap::from([(
-            names::MANAGED_BY_LABEL.to_owned(),
-            names::MANAGED_BY.to_owned(),
-        )])),
-        ..ObjectMeta::default()
-    };
+    let meta = || install_meta(name);
     let policy = MutatingAdmissionPolicy {
         metadata: meta(),
         spec: Some(MutatingAdmissionPolicySpec {

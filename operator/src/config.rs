@@ -143,7 +143,8 @@ pub struct RunConfig {
     #[arg(long, env = "KUBESPACES_CONCURRENCY", default_value_t = 32)]
     pub concurrency: u16,
     /// How often a Ready tenant is checked again for drift that no watch reported. Checks read
-    /// only the operator's caches; nothing is written unless something drifted.
+    /// the operator's caches (and, for a Tenant with writeConnectionSecretToRef, its two Secrets
+    /// from the API server); nothing is written unless something drifted.
     #[arg(long, env = "KUBESPACES_RESYNC", default_value = "10m", value_parser = parse_duration)]
     pub resync: Duration,
     /// Namespaces where a Tenant's `spec.writeConnectionSecretToRef` may have the operator

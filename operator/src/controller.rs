@@ -39,8 +39,9 @@ pub enum StartError {
     CrdMissing(#[source] kube::Error),
     #[error(
         "the caches of {1} did not fill within {0:?}: the operator may lack list or watch on them \
-         (its ClusterRole kubespaces:operator, generated from operator/src/access.rs, grants \
-         both), or the API server does not answer"
+         (its ClusterRole {role}, generated from operator/src/access.rs, grants both), or the API \
+         server does not answer",
+        role = crate::access::OPERATOR_CLUSTER_ROLE
     )]
     CachesNotReady(Duration, String),
 }

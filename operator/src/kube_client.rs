@@ -57,8 +57,9 @@ pub fn controller(
             access::covers(access::CONTROLLER, &a) || access::covers(access::CONNECTION_SECRETS, &a)
         });
         if !listed {
-            // A call the generated ClusterRole does not grant: a bug in access::CONTROLLER.
-            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER");
+            // A call the generated roles do not grant: a bug in access::CONTROLLER or
+            // access::CONNECTION_SECRETS (the latter is matched without its namespaces).
+            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER or access::CONNECTION_SECRETS");
             metrics.api_requests_unlisted.inc();
         }
         request

@@ -32,8 +32,8 @@ struct Cli {
 enum Command {
     /// Run the controller (uses KUBECONFIG or the in-cluster service account).
     Run(Box<RunConfig>),
-    /// Print the install manifests (the Tenant CRD, the tenant-owner ClusterRole and the
-    /// admission policies).
+    /// Print the install manifests (the Tenant CRD, the tenant-owner ClusterRole, the admission
+    /// policies and the operator's own RBAC).
     Manifests,
 }
 

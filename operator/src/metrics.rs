@@ -85,8 +85,9 @@ impl Default for Metrics {
         );
         registry.register(
             "kube_api_requests_unlisted",
-            "Requests of the controller that its RBAC table (access::CONTROLLER, from which the \
-             ClusterRole is generated) does not list: always 0 unless the table is incomplete",
+            "Requests of the controller that its RBAC tables (access::CONTROLLER and \
+             access::CONNECTION_SECRETS, from which its roles are generated) do not list: always 0 \
+             unless a table is incomplete",
             api_requests_unlisted.clone(),
         );
         registry.register(

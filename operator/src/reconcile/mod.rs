@@ -1,4 +1,5 @@
-//! The Tenant reconciler: fetch (from caches) → validate → build (pure) → apply (only what
+//! The Tenant reconciler: fetch (from caches; the connection Secrets, which are not watched,
+//! directly) → validate → build (pure) → apply (only what
 //! drifted) → status (only when it changed). Teardown lives in [`teardown`].
 
 pub mod connection;
