@@ -13,6 +13,7 @@ STATE="$REPO_ROOT/.kubespaces/dev"
 mkdir -p "$STATE"
 
 ensure_runtime_tools
+ensure_node_tools
 ensure_go
 ensure_rust
 

@@ -45,8 +45,11 @@ ensure_runtime_tools() {
 # nsenter (the node's network namespace).
 ensure_node_tools() {
   [ "$(id -u)" -eq 0 ] || die "the local cluster needs root (network namespace, iptables, mounts, cgroups)"
-  ensure_cmds runc:runc iptables:iptables ipset:ipset conntrack:conntrack ip:iproute2 nsenter:util-linux
+  ensure_cmds runc:runc iptables:iptables ipset:ipset conntrack:conntrack ip:iproute2 nsenter:util-linux \
+    sysctl:procps pkill:procps
   [ -x /usr/lib/cni/bridge ] || ensure_cmds cni-bridge-missing:containernetworking-plugins
+  # bridge-nf-call-iptables (set per node namespace) exists only once br_netfilter is loaded.
+  [ -e /proc/sys/net/bridge ] || { ensure_cmds modprobe:kmod && modprobe br_netfilter; } || die "cannot load the br_netfilter kernel module: the node's NetworkPolicy and Service rules need it"
 }
 
 # Go builds the control plane; it is preinstalled on project machines, so only explain when absent.
