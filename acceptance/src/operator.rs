@@ -360,6 +360,23 @@ where
     .unwrap_or_else(|e| panic!("apply {name}: {e}"));
 }
 
+/// The generated ClusterRole's rules with NetworkPolicies readable but not writable: an
+/// operator under them misses one permission (tests of how that shows).
+pub fn rules_without_network_policy_writes() -> Vec<PolicyRule> {
+    let mut role = access::operator_cluster_role();
+    role.rules
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut rule| {
+            if rule.resources.as_deref() == Some(&["networkpolicies".to_owned()][..]) {
+                rule.verbs.retain(|v| v == "list" || v == "watch");
+            }
+            rule
+        })
+        .collect()
+}
+
 /// A kubeconfig for a test-owned operator that holds only what the installed operator holds.
 ///
 /// With `rules` None: the generated ClusterRole `kubespaces:operator` (created from the Rust

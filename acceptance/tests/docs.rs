@@ -30,15 +30,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use kube::api::DeleteParams;
-use kubespaces_acceptance::{Env, wait_gone};
+use kubespaces_acceptance::{Env, pods};
 
 const PAGE: &str = "docs/first-tenant.md";
 const LIFECYCLE_PAGE: &str = "docs/tenant-lifecycle.md";
 /// The tenant [`PAGE`] creates and deletes.
 const TENANT: &str = "team-orion";
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(180);
-const CLEANUP_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -280,16 +278,6 @@ async fn run(command: &DocCommand, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-async fn delete_tenant(env: &Env) {
-    let tenants = env.tenants().await;
-    match tenants.delete(TENANT, &DeleteParams::default()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 404 => return,
-        Err(e) => panic!("deleting tenant {TENANT}: {e}"),
-    }
-    wait_gone(&tenants, TENANT, CLEANUP_TIMEOUT).await;
-}
-
 #[tokio::test]
 async fn the_first_tenant_page_runs_as_written() {
     let env = Env::get();
@@ -315,7 +303,7 @@ async fn the_first_tenant_page_runs_as_written() {
         kubectl.0.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    delete_tenant(&env).await;
+    pods::delete_tenant(&env, TENANT).await;
     let mut failure = None;
     for command in &commands {
         let started = Instant::now();
@@ -335,7 +323,7 @@ async fn the_first_tenant_page_runs_as_written() {
             break;
         }
     }
-    delete_tenant(&env).await;
+    pods::delete_tenant(&env, TENANT).await;
     if let Some(failure) = failure {
         panic!("{failure}");
     }

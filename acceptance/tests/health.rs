@@ -13,21 +13,20 @@
 
 use std::{collections::BTreeMap, path::PathBuf, process::Command, time::Duration};
 
-use k8s_openapi::api::{
-    core::v1::{ConfigMap, Namespace},
-    rbac::v1::PolicyRule,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, least_privileged_kubeconfig, sharded_tenant},
+    operator::{
+        OperatorProcess, least_privileged_kubeconfig, rules_without_network_policy_writes,
+        sharded_tenant,
+    },
     wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::{
-    access,
     api::{Tenant, TenantSpec},
     conditions::{DELETION_BLOCKED, RECONCILING, SYNCED},
 };
@@ -125,21 +124,6 @@ fn record(phase: &str, tenant: &Tenant) {
             path.display()
         );
     }
-}
-
-fn rules_without_network_policy_writes() -> Vec<PolicyRule> {
-    let mut role = access::operator_cluster_role();
-    role.rules
-        .take()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|mut rule| {
-            if rule.resources.as_deref() == Some(&["networkpolicies".to_owned()][..]) {
-                rule.verbs.retain(|v| v == "list" || v == "watch");
-            }
-            rule
-        })
-        .collect()
 }
 
 fn spec() -> TenantSpec {

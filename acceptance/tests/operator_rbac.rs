@@ -4,38 +4,21 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::PolicyRule;
 use kube::api::{DeleteParams, PostParams};
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, least_privileged_kubeconfig, sharded_tenant},
+    operator::{
+        OperatorProcess, least_privileged_kubeconfig, rules_without_network_policy_writes,
+        sharded_tenant,
+    },
     wait_for, wait_gone,
 };
 use kubespaces_operator::{
-    access,
     api::{Tenant, TenantSpec},
     conditions::{READY, SYNCED},
 };
 
 const SHARD: &str = "rbac-missing";
-
-/// The generated ClusterRole's rules, with NetworkPolicies readable but not writable.
-fn rules_without_network_policy_writes() -> Vec<PolicyRule> {
-    let mut role = access::operator_cluster_role();
-    let rules = role.rules.take().unwrap_or_default();
-    let before = rules.len();
-    let kept: Vec<PolicyRule> = rules
-        .into_iter()
-        .map(|mut rule| {
-            if rule.resources.as_deref() == Some(&["networkpolicies".to_owned()][..]) {
-                rule.verbs.retain(|v| v == "list" || v == "watch");
-            }
-            rule
-        })
-        .collect();
-    assert_eq!(kept.len(), before);
-    kept
-}
 
 #[tokio::test]
 async fn a_missing_permission_is_named_in_the_tenant_conditions() {
