@@ -12,7 +12,10 @@
 #       builds the operator's image from the release binary (target/release/kubespaces-operator,
 #       build it first), imports it into the node of the cluster in STATE_DIR (images.sh operator),
 #       then `helm upgrade --install kubespaces charts/kubespaces -n kubespaces-system
-#       --create-namespace --wait` with that image, and waits until every replica is Ready. Adds
+#       --create-namespace --wait` with that image, and waits until every replica is Ready. On a
+#       cluster with the platform Gateway (KUBESPACES_API_GATEWAY in its env) every Tenant gets a
+#       vCluster: the vCluster images are imported and the chart gets the Gateway, the domain, the
+#       StorageClass and manifests/vcluster/values-local.yaml; elsewhere controlPlane.kind=none. Adds
 #       KUBESPACES_HELM, KUBESPACES_OPERATOR_NAMESPACE, KUBESPACES_OPERATOR_RELEASE and
 #       KUBESPACES_OPERATOR_IMAGE to STATE_DIR/env. Idempotent: an unchanged binary gives the same
 #       image name, and helm changes nothing.
@@ -31,6 +34,8 @@ LOG_PREFIX=chart
 
 CHART="$REPO_ROOT/charts/kubespaces"
 RELEASE=${KUBESPACES_OPERATOR_RELEASE:-kubespaces}
+# The platform values of tenant vClusters on this machine (local images; why each: in the file).
+VCLUSTER_VALUES="$HARNESS_DIR/manifests/vcluster/values-local.yaml"
 NAMESPACE=${KUBESPACES_OPERATOR_NAMESPACE:-kubespaces-system}
 DEPLOYMENT="$RELEASE-operator"
 SELECTOR="app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=operator"
@@ -112,10 +117,23 @@ install() {
   local op="$REPO_ROOT/target/release/kubespaces-operator" image t0=$SECONDS
   [ -x "$op" ] || die "$op not found: cargo build --release -p kubespaces-operator"
   image=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" operator "$STATE" "$op")
-  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) $*"
+  # Tenant control planes where the cluster has what they need (a real node with the platform
+  # Gateway and a volume provisioner): the local images and the Gateway's addresses.
+  local cp=(--set-string controlPlane.kind=none)
+  if [ -n "${KUBESPACES_API_GATEWAY:-}" ] && [ -f "$VCLUSTER_VALUES" ]; then
+    KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" vcluster "$STATE" >/dev/null
+    { printf 'controlPlane:\n  vcluster:\n    values:\n'; sed 's/^/      /' "$VCLUSTER_VALUES"; } >"$STATE/chart-vcluster-values.yaml"
+    cp=(--set-string controlPlane.kind=vcluster
+        --set-string tenants.baseDomain="$KUBESPACES_DOMAIN"
+        --set-string controlPlane.apiGateway="$KUBESPACES_API_GATEWAY"
+        --set-string controlPlane.gatewayAddress="$KUBESPACES_GATEWAY_SERVICE"
+        --set-string controlPlane.vcluster.storageClass="${KUBESPACES_STORAGE_CLASS:-}"
+        -f "$STATE/chart-vcluster-values.yaml")
+  fi
+  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${cp[*]} $*"
   if ! helm_ upgrade --install "$RELEASE" "$CHART" -n "$NAMESPACE" --create-namespace \
        --set-string image.repository="${image%:*}" --set-string image.tag="${image##*:}" \
-       --wait --timeout 180s "$@" >/dev/null; then
+       "${cp[@]}" --wait --timeout 180s "$@" >/dev/null; then
     "$K" -n "$NAMESPACE" get pods -o wide >&3 || true
     "$K" -n "$NAMESPACE" describe pods -l "$SELECTOR" | tail -n 40 >&3 || true
     logs "$STATE"

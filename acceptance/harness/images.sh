@@ -12,7 +12,8 @@
 #   imports it the same way; prints its name, localhost/kubespaces/operator:<tag>, where the tag
 #   is a digest of the image's content, so a rebuilt binary gets a new name and the chart's
 #   Deployment rolls. The image holds the binary, exactly the shared libraries `ldd` lists for it
-#   (with the dynamic loader), and an /etc for its user, 65532; no shell. It is also tagged with
+#   (with the dynamic loader), helm and the pinned vCluster chart archive(s) of charts/vcluster
+#   (under /usr/share/kubespaces/charts), and an /etc for its user, 65532; no shell. It is also tagged with
 #   the operator's version (the chart's appVersion), which the chart's default values name. Older
 #   operator images are removed from the node.
 #
@@ -83,6 +84,14 @@ rootfs_operator() {
   libs=$(ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}') || true
   for lib in $libs; do
     install -D -m755 "$(readlink -f "$lib")" "$dir$lib"
+  done
+  # Beside the operator: helm, which renders the tenants' vCluster chart (`helm template`), and
+  # that chart's pinned archive (the chart's values name its path, version and digest).
+  [ -x "$BIN/helm" ] || die "no helm in $BIN: build it with build-tools.sh --with helm"
+  install -D -m755 "$(readlink -f "$BIN/helm")" "$dir/usr/local/bin/helm"
+  local archive
+  for archive in "$REPO_ROOT"/charts/vcluster/vcluster-*.tgz; do
+    install -D -m644 "$archive" "$dir/usr/share/kubespaces/charts/$(basename "$archive")"
   done
   mkdir -p "$dir/etc"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$dir/etc/passwd"

@@ -216,6 +216,9 @@ fn spawn(
         .expect("operator log file");
     let err = out.try_clone().expect("operator log file");
     let mut command = Command::new(bin);
+    // Tenants of test-owned operators get the host side only, unless a test asks for control
+    // planes (`--control-plane=vcluster` and its settings in `extra`, which win over this).
+    command.env("KUBESPACES_CONTROL_PLANE", "none");
     if let Some(kubeconfig) = kubeconfig {
         command.env("KUBECONFIG", kubeconfig);
     }

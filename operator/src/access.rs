@@ -104,10 +104,44 @@ pub const CONTROLLER: &[Access] = &[
         group: "rbac.authorization.k8s.io",
         resource: "clusterroles",
         verbs: &["bind"],
-        names: &[names::OWNER_CLUSTER_ROLE],
-        why: "the owner RoleBinding refers to this ClusterRole: binding it needs `bind` on it \
-              (or every permission in it, which the operator does not hold)",
+        names: &[names::OWNER_CLUSTER_ROLE, CONTROL_PLANE_ROLE],
+        why: "the owner RoleBinding and the operator's own RoleBinding in each tenant namespace \
+              refer to these ClusterRoles: binding them needs `bind` on them (or every \
+              permission in them, which the operator does not hold cluster-wide)",
     },
+    access(
+        "apps",
+        "statefulsets",
+        &["list", "watch"],
+        "controller: watch the control planes' StatefulSets (readiness, drift)",
+    ),
+    access(
+        "",
+        "services",
+        &["list", "watch"],
+        "controller: watch the control planes' Services (drift)",
+    ),
+    access(
+        "",
+        "persistentvolumes",
+        &["list"],
+        "control_plane::teardown::volumes_left: the teardown waits for the volumes of the \
+         tenant namespace's claims to be released",
+    ),
+    Access {
+        group: "discovery.k8s.io",
+        resource: "endpointslices",
+        verbs: &["get"],
+        names: &["kubernetes"],
+        why: "controller: where the host's API server listens (default/kubernetes), which the \
+              control planes' NetworkPolicy lets their pods reach",
+    },
+    access(
+        "authentication.k8s.io",
+        "selfsubjectreviews",
+        &["create"],
+        "controller: who the operator is, for its RoleBinding in tenant namespaces",
+    ),
     access(
         "networking.k8s.io",
         "networkpolicies",
@@ -139,6 +173,181 @@ pub const CONNECTION_SECRETS: &[Access] = &[access(
     "reconcile::connection: read the target to check whose it is (get), write the copy \
      (create, or update guarded by its resourceVersion), remove it on teardown (delete)",
 )];
+/// What the operator needs inside each tenant namespace to run the tenant's control plane,
+/// in a ClusterRole that the operator binds to itself there only (with `bind`, above). The
+/// chart's own Role (`vc-vcluster`, for the vCluster's ServiceAccount) is created by the
+/// operator, and the API server lets it grant only what it holds: so this table holds, besides
+/// what the operator calls itself, every rule of that Role (the pod and endpoint lines).
+pub const CONTROL_PLANE: &[Access] = &[
+    access(
+        "",
+        "serviceaccounts",
+        &["get", "patch", "delete"],
+        "control_plane::apply: the chart's ServiceAccounts (server-side apply; prune)",
+    ),
+    access(
+        "",
+        "secrets",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "control_plane::apply: the chart's config Secret; credential: read vc-vcluster, write \
+         tenant-kubeconfig; and the chart Role's secrets rule",
+    ),
+    access(
+        "",
+        "configmaps",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "the chart Role's rule for the vCluster",
+    ),
+    access(
+        "",
+        "services",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "control_plane::apply: the chart's Services; the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "the chart Role's rule: the vCluster syncs the tenant's pods",
+    ),
+    access(
+        "",
+        "pods/attach",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods/portforward",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods/exec",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "persistentvolumeclaims",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "control_plane::teardown: delete the datastore's claim; the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods/status",
+        &["patch", "update"],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods/ephemeralcontainers",
+        &["patch", "update"],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods/resize",
+        &["patch", "update"],
+        "the chart Role's rule",
+    ),
+    access(
+        "apps",
+        "statefulsets",
+        &["get", "list", "watch", "patch", "update", "delete"],
+        "control_plane::apply: the chart's StatefulSet; teardown deletes it; the chart Role's rule",
+    ),
+    access(
+        "apps",
+        "replicasets",
+        &["get", "list", "watch", "patch", "update"],
+        "the chart Role's rule",
+    ),
+    access(
+        "apps",
+        "deployments",
+        &["get", "list", "watch", "patch", "update"],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "endpoints",
+        &[
+            "get", "list", "watch", "create", "delete", "patch", "update",
+        ],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "pods/log",
+        &["get", "list", "watch"],
+        "the chart Role's rule",
+    ),
+    access(
+        "",
+        "events",
+        &["create", "get", "list", "watch"],
+        "the chart Role's rule",
+    ),
+    access(
+        "events.k8s.io",
+        "events",
+        &["create", "get", "list", "watch"],
+        "the chart Role's rule",
+    ),
+    access(
+        "discovery.k8s.io",
+        "endpointslices",
+        &[
+            "create", "list", "get", "delete", "patch", "update", "watch",
+        ],
+        "the chart Role's rule",
+    ),
+    access(
+        "rbac.authorization.k8s.io",
+        "roles",
+        &["get", "patch", "delete"],
+        "control_plane::apply: the chart's Role (server-side apply; prune)",
+    ),
+    access(
+        "rbac.authorization.k8s.io",
+        "rolebindings",
+        &["get", "patch", "delete"],
+        "control_plane::apply: the chart's RoleBinding (server-side apply; prune)",
+    ),
+    access(
+        "networking.k8s.io",
+        "networkpolicies",
+        &["get", "patch", "delete"],
+        "control_plane::network: the control plane's egress to the host API server",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "tlsroutes",
+        &["get", "patch", "delete"],
+        "control_plane: the API route (server-side apply, read its status; teardown)",
+    ),
+];
+/// The ClusterRole for [`CONTROL_PLANE`], bound by the operator to itself in tenant namespaces.
+pub const CONTROL_PLANE_ROLE: &str = "kubespaces:operator-control-plane";
+
 /// The Role for [`CONNECTION_SECRETS`] (bound in each allowed namespace).
 pub const CONNECTION_SECRETS_ROLE: &str = "kubespaces:operator-connection-secrets";
 
@@ -247,6 +456,16 @@ pub fn operator_cluster_role() -> ClusterRole {
     }
 }
 
+/// The control plane's ClusterRole, from [`CONTROL_PLANE`]; bound by the operator in tenant
+/// namespaces only.
+pub fn control_plane_role() -> ClusterRole {
+    ClusterRole {
+        metadata: crate::build::install_meta(CONTROL_PLANE_ROLE),
+        rules: Some(rules(CONTROL_PLANE)),
+        ..ClusterRole::default()
+    }
+}
+
 /// The connection Secrets' Role, from [`CONNECTION_SECRETS`]; no namespace: bound in each
 /// namespace of `--connection-secret-namespaces`.
 pub fn connection_secrets_role() -> Role {
@@ -319,13 +538,18 @@ mod tests {
 
     #[test]
     fn no_wildcards_and_bind_only_on_the_owner_role() {
-        for a in CONTROLLER.iter().chain(CONNECTION_SECRETS).chain(ELECTION) {
+        for a in CONTROLLER
+            .iter()
+            .chain(CONNECTION_SECRETS)
+            .chain(ELECTION)
+            .chain(CONTROL_PLANE)
+        {
             assert!(!a.group.contains('*') && !a.resource.contains('*'), "{a:?}");
             assert!(a.verbs.iter().all(|v| !v.contains('*')), "{a:?}");
             assert!(!a.verbs.contains(&"escalate") && !a.verbs.contains(&"impersonate"));
             if a.verbs.contains(&"bind") {
                 assert_eq!(a.verbs, ["bind"]);
-                assert_eq!(a.names, [names::OWNER_CLUSTER_ROLE]);
+                assert_eq!(a.names, [names::OWNER_CLUSTER_ROLE, CONTROL_PLANE_ROLE]);
             }
         }
         let role = operator_cluster_role();
@@ -337,7 +561,12 @@ mod tests {
             .unwrap();
         assert_eq!(
             bind.resource_names.as_deref(),
-            Some(&[names::OWNER_CLUSTER_ROLE.to_owned()][..])
+            Some(
+                &[
+                    names::OWNER_CLUSTER_ROLE.to_owned(),
+                    CONTROL_PLANE_ROLE.to_owned()
+                ][..]
+            )
         );
     }
 

@@ -113,7 +113,7 @@ pub fn quota_hard(tenant: &Tenant, host: &HostConfig) -> BTreeMap<String, Quanti
     let storage = r.storage.clone().unwrap_or_else(|| Quantity("0".into()));
     let c = &host.counts;
     let count = |n: u32| Quantity(n.to_string());
-    BTreeMap::from([
+    let mut hard = BTreeMap::from([
         ("requests.cpu".to_owned(), r.cpu.clone()),
         ("limits.cpu".to_owned(), r.cpu.clone()),
         ("requests.memory".to_owned(), r.memory.clone()),
@@ -129,7 +129,14 @@ pub fn quota_hard(tenant: &Tenant, host: &HostConfig) -> BTreeMap<String, Quanti
         ),
         ("services.nodeports".to_owned(), count(c.nodeports)),
         ("services.loadbalancers".to_owned(), count(c.loadbalancers)),
-    ])
+    ]);
+    // The control plane runs in the namespace but is not the tenant's to pay for.
+    for (key, extra) in &host.control_plane_footprint {
+        if let Some(v) = hard.get_mut(key) {
+            *v = crate::control_plane::footprint::add(key, v, extra);
+        }
+    }
+    hard
 }
 
 pub fn quota(tenant: &Tenant, host: &HostConfig) -> ResourceQuota {

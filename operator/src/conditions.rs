@@ -18,6 +18,14 @@ pub const NETWORK_POLICY_READY: &str = "NetworkPolicyReady";
 pub const DELETION_BLOCKED: &str = "DeletionBlocked";
 /// Only with `spec.writeConnectionSecretToRef`; does not hold `Ready` back.
 pub const CONNECTION_SECRET_READY: &str = "ConnectionSecretReady";
+/// The tenant control plane, step by step (only when the operator provisions one): its
+/// workload runs, the Gateway routes its public host to it, and the kubeconfig handed out
+/// authenticates through that route.
+pub const CONTROL_PLANE_READY: &str = "ControlPlaneReady";
+pub const API_ROUTE_ACCEPTED: &str = "APIRouteAccepted";
+pub const API_REACHABLE: &str = "APIReachable";
+pub const CONTROL_PLANE_READINESS: [&str; 3] =
+    [CONTROL_PLANE_READY, API_ROUTE_ACCEPTED, API_REACHABLE];
 
 /// The detail conditions that must all be true for the tenant to be Ready.
 pub const HOST_READINESS: [&str; 4] = [
@@ -248,6 +256,7 @@ fn known_type(type_: &str) -> Option<&'static str> {
     ]
     .into_iter()
     .chain(HOST_READINESS)
+    .chain(CONTROL_PLANE_READINESS)
     .find(|t| *t == type_)
 }
 

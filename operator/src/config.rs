@@ -1,7 +1,9 @@
 //! Operator configuration: flags, each with an environment fallback (`KUBESPACES_*`), so the
 //! chart can set them either way.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{collections::BTreeMap, net::SocketAddr, time::Duration};
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use clap::Args;
 
@@ -73,6 +75,20 @@ pub struct HostConfig {
     pub egress: EgressConfig,
     #[command(flatten)]
     pub counts: CountLimits,
+    /// What the tenant's control plane takes from its namespace's quota (derived per tenant
+    /// from the rendered chart, never a flag): the quota grows by it.
+    #[arg(skip)]
+    pub control_plane_footprint: BTreeMap<String, Quantity>,
+}
+
+impl HostConfig {
+    /// This configuration for a tenant whose control plane takes `footprint`.
+    pub fn with_footprint(&self, footprint: BTreeMap<String, Quantity>) -> Self {
+        Self {
+            control_plane_footprint: footprint,
+            ..self.clone()
+        }
+    }
 }
 
 /// Where tenant pods may open connections to, besides their own namespace and cluster DNS.
@@ -161,6 +177,8 @@ pub struct RunConfig {
     pub connection_secret_namespaces: Vec<String>,
     #[command(flatten)]
     pub leader: crate::leader::LeaderConfig,
+    #[command(flatten)]
+    pub control_plane: crate::control_plane::ControlPlaneConfig,
 }
 
 /// `v1.N` or `latest`, as the Pod Security admission labels take them.
@@ -246,6 +264,7 @@ impl Default for HostConfig {
             pod_security_version: DEFAULT_POD_SECURITY_VERSION.into(),
             egress: EgressConfig::default(),
             counts: CountLimits::default(),
+            control_plane_footprint: BTreeMap::new(),
         }
     }
 }

@@ -4,7 +4,10 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use futures::{StreamExt, channel::mpsc};
 use k8s_openapi::api::{
-    core::v1::{LimitRange, Namespace, ResourceQuota},
+    apps::v1::StatefulSet,
+    authentication::v1::SelfSubjectReview,
+    discovery::v1::EndpointSlice,
+    core::v1::{LimitRange, Namespace, ResourceQuota, Service},
     networking::v1::NetworkPolicy,
     rbac::v1::RoleBinding,
 };
@@ -26,6 +29,7 @@ use tracing::{info, warn};
 use crate::{
     api::Tenant,
     config::RunConfig,
+    control_plane::ControlPlane,
     metrics::Metrics,
     names,
     reconcile::{self, Caches, Context},
@@ -44,6 +48,14 @@ pub enum StartError {
         role = crate::access::OPERATOR_CLUSTER_ROLE
     )]
     CachesNotReady(Duration, String),
+    /// The control-plane settings are incomplete.
+    #[error("{0}")]
+    Config(String),
+    #[error(
+        "cannot read the host's Kubernetes version, the operator's own identity or the API server's \
+         EndpointSlice default/kubernetes: {0}"
+    )]
+    Version(#[source] kube::Error),
 }
 
 type TenantRef = ObjectRef<DeserializeGuard<Tenant>>;
@@ -130,7 +142,9 @@ pub async fn run(
         quotas: watch_children::<ResourceQuota>(&client, triggers.clone()),
         limit_ranges: watch_children::<LimitRange>(&client, triggers.clone()),
         owner_bindings: watch_children::<RoleBinding>(&client, triggers.clone()),
-        network_policies: watch_children::<NetworkPolicy>(&client, triggers),
+        network_policies: watch_children::<NetworkPolicy>(&client, triggers.clone()),
+        statefulsets: watch_children::<StatefulSet>(&client, triggers.clone()),
+        services: watch_children::<Service>(&client, triggers),
     };
     // Reconciling before the caches are warm would re-apply every object of every tenant.
     let warmup = Duration::from_secs(120);
@@ -143,6 +157,8 @@ pub async fn run(
         filled(caches.limit_ranges.wait_until_ready(), warmup),
         filled(caches.owner_bindings.wait_until_ready(), warmup),
         filled(caches.network_policies.wait_until_ready(), warmup),
+        filled(caches.statefulsets.wait_until_ready(), warmup),
+        filled(caches.services.wait_until_ready(), warmup),
     );
     let empty: Vec<&str> = [
         (filled.0, "Namespaces"),
@@ -150,6 +166,8 @@ pub async fn run(
         (filled.2, "LimitRanges"),
         (filled.3, "RoleBindings"),
         (filled.4, "NetworkPolicies"),
+        (filled.5, "StatefulSets"),
+        (filled.6, "Services"),
     ]
     .into_iter()
     .filter_map(|(ok, kind)| (!ok).then_some(kind))
@@ -162,6 +180,47 @@ pub async fn run(
         controller: names::MANAGED_BY.into(),
         instance: std::env::var("POD_NAME").ok(),
     };
+    let control_plane = match config
+        .control_plane
+        .vcluster()
+        .map_err(StartError::Config)?
+    {
+        None => None,
+        Some(settings) => {
+            // helm renders for the host's version (the chart gates fields on it).
+            let version = client
+                .apiserver_version()
+                .await
+                .map_err(StartError::Version)?;
+            let kube_version = format!("{}.{}", version.major, version.minor.trim_end_matches('+'));
+            let review: Api<SelfSubjectReview> = Api::all(client.clone());
+            let me = review
+                .create(&Default::default(), &SelfSubjectReview::default())
+                .await
+                .map_err(StartError::Version)?;
+            let username = me
+                .status
+                .and_then(|s| s.user_info?.username)
+                .ok_or_else(|| {
+                    StartError::Config("the API server did not say who the operator is".into())
+                })?;
+            info!(chart = %settings.chart.display(), version = %settings.chart_version, %kube_version, operator = %username, "tenant control planes: vCluster");
+            let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+            let slice = slices.get("kubernetes").await.map_err(StartError::Version)?;
+            let api_server = crate::control_plane::network::ApiServer {
+                addresses: slice.endpoints.iter().flatten().flat_map(|e| e.addresses.clone()).collect(),
+                ports: slice.ports.iter().flatten().filter_map(|p| p.port).collect(),
+            };
+            Some(Arc::new(ControlPlane::new(
+                settings,
+                crate::control_plane::subject_of(&username),
+                api_server,
+                config.host.base_domain.clone(),
+                kube_version,
+                config.resync,
+            )))
+        }
+    };
     let ctx = Arc::new(Context {
         client: client.clone(),
         host: config.host.clone(),
@@ -171,6 +230,7 @@ pub async fn run(
         metrics,
         recent: Default::default(),
         connection_secret_namespaces: config.connection_secret_namespaces.clone(),
+        control_plane,
     });
 
     let mut watch_config = watcher::Config::default().any_semantic();

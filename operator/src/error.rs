@@ -25,6 +25,12 @@ pub enum Error {
     /// The Tenant stored in the API server could not be read by this version of the operator.
     #[error("the Tenant cannot be read by this operator version: {0}")]
     InvalidObject(String),
+    /// The pinned control-plane chart could not be read or rendered (retried).
+    #[error(transparent)]
+    Chart(#[from] crate::control_plane::chart::ChartError),
+    /// The rendered control plane holds something the operator does not apply.
+    #[error("the rendered control plane is not valid: {0}")]
+    Invalid(String),
 }
 
 impl Error {
@@ -35,6 +41,8 @@ impl Error {
             Error::MissingPermission { .. } => "MissingPermission",
             Error::Encoding { .. } => "Encoding",
             Error::InvalidObject(_) => "InvalidObject",
+            Error::Chart(e) => e.reason(),
+            Error::Invalid(_) => "InvalidRender",
         }
     }
 

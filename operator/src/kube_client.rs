@@ -54,7 +54,9 @@ pub fn controller(
             .get_or_create(&RequestLabels { verb })
             .inc();
         let listed = access::request_attributes(request.method(), request.uri()).is_some_and(|a| {
-            access::covers(access::CONTROLLER, &a) || access::covers(access::CONNECTION_SECRETS, &a)
+            access::covers(access::CONTROLLER, &a)
+                || access::covers(access::CONNECTION_SECRETS, &a)
+                || access::covers(access::CONTROL_PLANE, &a)
         });
         if !listed {
             // A call the generated roles do not grant: a bug in access::CONTROLLER or

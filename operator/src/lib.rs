@@ -10,6 +10,7 @@ pub mod api;
 pub mod build;
 pub mod conditions;
 pub mod config;
+pub mod control_plane;
 pub mod controller;
 pub mod error;
 pub mod http;

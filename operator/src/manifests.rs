@@ -106,6 +106,16 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             )?,
         ),
         (
+            "operator-control-plane-clusterrole.yaml",
+            render(
+                "the operator's control-plane ClusterRole",
+                "What the operator may do inside each tenant namespace to run the tenant's control \
+                 plane: it binds this role to itself there (never cluster-wide). Derived from \
+                 operator/src/access.rs.",
+                &access::control_plane_role(),
+            )?,
+        ),
+        (
             "operator-connection-secrets-role.yaml",
             render(
                 "the connection Secrets Role",

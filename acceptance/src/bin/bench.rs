@@ -410,6 +410,7 @@ async fn baseline_tenant(
         stalled: None,
         quota: observe::quota_status(objects.quota.as_ref()),
         connection: None,
+        control_plane: None,
     };
     let new = status::from_outcome(&t, &outcome);
     let body = json!({"apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant", "status": new});

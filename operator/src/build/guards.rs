@@ -128,10 +128,22 @@ pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPo
     policy(
         names::ROLE_BINDING_GUARD,
         in_tenant_namespaces("rbac.authorization.k8s.io", "rolebindings"),
-        vec![MatchCondition {
-            name: "requester-cannot-grant-cluster-wide".into(),
-            expression: CLUSTER_WIDE_GRANTOR.into(),
-        }],
+        vec![
+            MatchCondition {
+                name: "requester-cannot-grant-cluster-wide".into(),
+                expression: CLUSTER_WIDE_GRANTOR.into(),
+            },
+            // The operator binds its control-plane role to its own ServiceAccount (in the
+            // platform's namespace) in each tenant namespace. Only it may: binding that role
+            // takes `bind` on it or holding all of its permissions (RBAC escalation check).
+            MatchCondition {
+                name: "not-the-operators-control-plane-binding".into(),
+                expression: format!(
+                    "!(object.roleRef.kind == 'ClusterRole' && object.roleRef.name == '{}')",
+                    crate::access::CONTROL_PLANE_ROLE
+                ),
+            },
+        ],
         vec![
             variable("everyone", everyone),
             variable("foreign", foreign),

@@ -16,6 +16,7 @@ use crate::{
     api::{QuotaStatus, Tenant},
     build,
     conditions::{self, Desired},
+    config::HostConfig,
     error::{Error, Result},
     names,
 };
@@ -28,16 +29,18 @@ pub struct Outcome {
     pub quota: Option<QuotaStatus>,
     /// The connection Secret's condition, when the Tenant asks for one (see [`super::connection`]).
     pub connection: Option<Desired>,
+    /// The tenant control plane, when the operator provisions one.
+    pub control_plane: Option<crate::control_plane::Outcome>,
 }
 
-pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
+pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) -> Result<Outcome> {
     let name = tenant.name_any();
     let ns = names::namespace(&name);
     let cached = ctx.caches.observe(&name);
     let cached_quota_version = cached.quota.as_ref().and_then(|q| q.resource_version());
     let client = &ctx.client;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let desired_ns = build::namespace(tenant, &ctx.host);
+    let desired_ns = build::namespace(tenant, host_config);
 
     // The cache holds only namespaces with the tenant label, so a namespace of the same name
     // that is not ours is invisible to it. When we know of no namespace, create (not apply)
@@ -53,7 +56,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
     if let Some((reason, message)) = observe::namespace_conflict(tenant, namespace.object.as_ref())
     {
         // Nothing of the tenant's exists; the namespace condition says why.
-        let mut details = observe::details(tenant, &ctx.host, &observe::HostObjects::default());
+        let mut details = observe::details(tenant, host_config, &observe::HostObjects::default());
         details[0] = Desired::new(
             conditions::NAMESPACE_READY,
             false,
@@ -65,6 +68,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             stalled: Some((reason, message)),
             quota: None,
             connection: None,
+            control_plane: None,
         });
     }
     let mut host = observe::HostObjects {
@@ -91,13 +95,13 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
         ) = futures::try_join!(
             apply(
                 &quotas,
-                build::quota(tenant, &ctx.host),
+                build::quota(tenant, host_config),
                 Known::of(&name, cached.quota, ctx),
                 ctx
             ),
             apply(
                 &limit_ranges,
-                build::limit_range(tenant, &ctx.host),
+                build::limit_range(tenant, host_config),
                 Known::of(&name, cached.limit_range, ctx),
                 ctx
             ),
@@ -109,7 +113,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
             ),
             apply(
                 &policies,
-                build::network_policy(tenant, &ctx.host),
+                build::network_policy(tenant, host_config),
                 Known::of(&name, cached.network_policy, ctx),
                 ctx
             ),
@@ -121,15 +125,16 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Outcome> {
         host.quota.as_ref().map(|q| q.resource_version()) != Some(cached_quota_version);
     if let Some(quota) = &host.quota
         && quota_written
-        && !observe::quota_enforced(tenant, &ctx.host, quota)
+        && !observe::quota_enforced(tenant, host_config, quota)
     {
-        host.quota = Some(settle_quota(tenant, quota.clone(), ctx).await);
+        host.quota = Some(settle_quota(tenant, host_config, quota.clone(), ctx).await);
     }
     Ok(Outcome {
-        details: observe::details(tenant, &ctx.host, &host),
+        details: observe::details(tenant, host_config, &host),
         stalled: None,
         quota: observe::quota_status(host.quota.as_ref()),
         connection: None,
+        control_plane: None,
     })
 }
 
@@ -139,13 +144,18 @@ const QUOTA_SETTLE: Duration = Duration::from_secs(2);
 /// Waits briefly (watching the cache) for the quota controller to enforce `quota`. It usually
 /// does within a fraction of a second, and waiting here lets the first status written be the
 /// final one instead of "Provisioning" followed by "Ready": half the status writes.
-async fn settle_quota(tenant: &Tenant, quota: ResourceQuota, ctx: &Context) -> ResourceQuota {
+async fn settle_quota(
+    tenant: &Tenant,
+    host_config: &HostConfig,
+    quota: ResourceQuota,
+    ctx: &Context,
+) -> ResourceQuota {
     let key = ObjectRef::new(names::QUOTA).within(&names::namespace(&tenant.name_any()));
     let deadline = tokio::time::Instant::now() + QUOTA_SETTLE;
     while tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if let Some(cached) = ctx.caches.quotas.get(&key)
-            && observe::quota_enforced(tenant, &ctx.host, &cached)
+            && observe::quota_enforced(tenant, host_config, &cached)
         {
             return (*cached).clone();
         }

@@ -13,7 +13,8 @@ pub mod teardown;
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::{
-    core::v1::{LimitRange, Namespace, ResourceQuota},
+    apps::v1::StatefulSet,
+    core::v1::{LimitRange, Namespace, ResourceQuota, Service},
     networking::v1::NetworkPolicy,
     rbac::v1::RoleBinding,
 };
@@ -48,9 +49,28 @@ pub struct Caches {
     pub limit_ranges: Store<LimitRange>,
     pub owner_bindings: Store<RoleBinding>,
     pub network_policies: Store<NetworkPolicy>,
+    /// The tenant control planes' StatefulSets (the chart's objects carry the tenant label too).
+    pub statefulsets: Store<StatefulSet>,
+    pub services: Store<Service>,
 }
 
 impl Caches {
+    /// The cached StatefulSet of a tenant's control plane.
+    pub fn statefulset(&self, tenant: &str) -> Option<StatefulSet> {
+        let ns = names::namespace(tenant);
+        self.statefulsets
+            .get(&ObjectRef::new(crate::control_plane::names::RELEASE).within(&ns))
+            .map(|o| (*o).clone())
+    }
+
+    /// Whether the cache holds the Service of a tenant's control plane.
+    pub fn has_control_plane_service(&self, tenant: &str) -> bool {
+        let ns = names::namespace(tenant);
+        self.services
+            .get(&ObjectRef::new(crate::control_plane::names::RELEASE).within(&ns))
+            .is_some()
+    }
+
     /// The cached host objects of one tenant.
     pub fn observe(&self, tenant: &str) -> HostObjects {
         let ns = names::namespace(tenant);
@@ -85,6 +105,8 @@ pub struct Context {
     pub recent: recent::RecentWrites,
     /// Where `spec.writeConnectionSecretToRef` may point (`--connection-secret-namespaces`).
     pub connection_secret_namespaces: Vec<String>,
+    /// The tenant control plane, unless the operator runs with `--control-plane=none`.
+    pub control_plane: Option<Arc<crate::control_plane::ControlPlane>>,
 }
 
 /// How long to wait before looking again at a tenant that is still converging. Watches on the
@@ -161,20 +183,67 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
             false => add_finalizer(&api, tenant, ctx).await,
         }
     };
-    let (finalized, ensured) = futures::join!(finalizer, host::ensure(tenant, ctx));
+    // The whole desired control plane is built (the chart rendered) before anything is
+    // applied: the quota grows by what it takes, and a broken pin installs nothing of it.
+    let built = match &ctx.control_plane {
+        None => None,
+        Some(cp) => Some(
+            cp.build(
+                tenant,
+                &ctx.host.default_cpu_limit,
+                &ctx.host.default_memory_limit,
+            )
+            .await,
+        ),
+    };
+    let (host_config, chart_stalled, build) = match built {
+        None => (ctx.host.clone(), None, None),
+        Some(Ok(b)) => (ctx.host.with_footprint(b.footprint.clone()), None, Some(b)),
+        Some(Err(e)) if e.is_permanent() => (
+            ctx.host.clone(),
+            Some((e.reason().to_owned(), e.to_string())),
+            None,
+        ),
+        Some(Err(e)) => return Err(e.into()),
+    };
+    let (finalized, ensured) = futures::join!(finalizer, host::ensure(tenant, &host_config, ctx));
     finalized?;
     let ensured = match ensured {
+        Ok(mut outcome) if outcome.stalled.is_none() && chart_stalled.is_some() => {
+            outcome.stalled = chart_stalled;
+            Ok(outcome)
+        }
         Ok(mut outcome) if outcome.stalled.is_none() => {
-            connection::ensure(tenant, ctx).await.map(|c| {
-                outcome.connection = c;
-                outcome
-            })
+            let control_plane = match (&ctx.control_plane, build) {
+                (Some(cp), Some(build)) => {
+                    let name = tenant.name_any();
+                    let statefulset = ctx.caches.statefulset(&name);
+                    let complete =
+                        statefulset.is_some() && ctx.caches.has_control_plane_service(&name);
+                    Some(
+                        cp.ensure(&ctx.client, tenant, build, statefulset.as_ref(), complete)
+                            .await,
+                    )
+                }
+                _ => None,
+            };
+            match control_plane.transpose() {
+                Ok(cp) => {
+                    outcome.control_plane = cp;
+                    connection::ensure(tenant, ctx).await.map(|c| {
+                        outcome.connection = c;
+                        outcome
+                    })
+                }
+                Err(e) => Err(e),
+            }
         }
         other => other,
     };
     match ensured {
         Ok(outcome) => {
             let new_status = status::from_outcome(tenant, &outcome);
+            let control_plane_next = outcome.control_plane.as_ref().and_then(|c| c.requeue);
             let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
             let stalled = outcome.stalled.is_some();
             status::write(&api, tenant, new_status, ctx).await?;
@@ -184,6 +253,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
                 (_, true) => Duration::from_secs(60),
                 _ => CONVERGING_REQUEUE,
             };
+            let next = control_plane_next.map_or(next, |d| next.min(d));
             // While our own writes are preferred to the caches, look again once the caches
             // alone decide, so a change someone made meanwhile is not missed.
             let pending = ctx.recent.pending(&format!("{}/", tenant.name_any()));

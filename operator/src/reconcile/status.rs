@@ -18,14 +18,33 @@ use crate::{
 
 /// The status after a successful pass over the host side.
 pub fn from_outcome(tenant: &Tenant, outcome: &Outcome) -> TenantStatus {
-    let mut summary = conditions::summarize(
-        outcome.details.clone(),
-        outcome.stalled.clone(),
-        &observe::ready_message(tenant),
-    );
+    let mut details = outcome.details.clone();
+    let ready = match &outcome.control_plane {
+        Some(cp) => {
+            details.extend(cp.details.iter().cloned());
+            let api = cp
+                .endpoints
+                .as_ref()
+                .and_then(|e| e.api.clone())
+                .unwrap_or_default();
+            format!(
+                "the tenant control plane answers at {api} with the kubeconfig in Secret {}/{}",
+                names::namespace(&tenant.name_any()),
+                crate::api::KUBECONFIG_SECRET
+            )
+        }
+        None => observe::ready_message(tenant),
+    };
+    let mut summary = conditions::summarize(details, outcome.stalled.clone(), &ready);
     // After the summary: it does not hold Ready back.
     summary.extend(outcome.connection.clone());
-    with_conditions(tenant, summary, outcome.quota.clone())
+    let mut status = with_conditions(tenant, summary, outcome.quota.clone());
+    if let Some(cp) = &outcome.control_plane {
+        status.endpoints = cp.endpoints.clone();
+        status.control_plane = cp.status.clone();
+        status.kubeconfig_secret_ref = cp.kubeconfig.clone().or(status.kubeconfig_secret_ref);
+    }
+    status
 }
 
 /// The status with the given conditions; the phase and observedGeneration follow from them.

@@ -44,17 +44,27 @@ pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Ac
             None
         }
         (DeletionPolicy::Delete, Some(ns)) if ours => {
-            // Later steps (routes, certificates, the tenant control plane) are removed before
-            // this point; the namespace is last because it holds everything else.
-            if ns.metadata.deletion_timestamp.is_none() {
+            // The route and the tenant control plane go first; the namespace is last because
+            // it holds everything else.
+            let first = match (&ctx.control_plane, ns.metadata.deletion_timestamp.is_none()) {
+                (Some(cp), true) => cp.remove(&ctx.client, tenant).await?,
+                _ => None,
+            };
+            if first.is_none() && ns.metadata.deletion_timestamp.is_none() {
                 namespaces
                     .delete(&ns_name, &DeleteParams::background())
                     .await?;
             }
-            Some((
-                "NamespaceTerminating".to_owned(),
-                observe::terminating_reason(&ns),
-            ))
+            first.or_else(|| {
+                Some((
+                    "NamespaceTerminating".to_owned(),
+                    observe::terminating_reason(&ns),
+                ))
+            })
+        }
+        // The namespace is gone: its volumes must be too, once their provisioner released them.
+        (DeletionPolicy::Delete, None) if ctx.control_plane.is_some() => {
+            crate::control_plane::teardown::volumes_left(&ctx.client, &name).await?
         }
         // Gone, or never ours (a conflicting namespace is left alone).
         _ => None,

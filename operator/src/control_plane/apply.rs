@@ -1,0 +1,229 @@
+//! Server-side apply of rendered objects under an inventory, and pruning of what a new render
+//! no longer has. The inventory is the list of [`entry`] strings kept in the Tenant's status;
+//! since more than the operator may write that status, an entry is only ever deleted when it is
+//! in the tenant's namespace or carries the tenant's label.
+
+use std::{collections::HashMap, sync::Mutex};
+
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams},
+    discovery::{self, Scope},
+};
+use tracing::{debug, info};
+
+use crate::{
+    error::{Error, Result},
+    names,
+};
+
+/// What the API server said about a kind: resolved once, then kept.
+#[derive(Default)]
+pub struct Kinds {
+    known: Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>,
+}
+
+impl Kinds {
+    /// The resource of a kind and whether it is namespaced.
+    pub async fn resolve(
+        &self,
+        client: &Client,
+        gvk: &GroupVersionKind,
+    ) -> Result<(ApiResource, bool)> {
+        if let Some(found) = self.known.lock().ok().and_then(|k| k.get(gvk).cloned()) {
+            return Ok(found);
+        }
+        let (resource, caps) = discovery::pinned_kind(client, gvk).await?;
+        let found = (resource, caps.scope == Scope::Namespaced);
+        if let Ok(mut k) = self.known.lock() {
+            k.insert(gvk.clone(), found.clone());
+        }
+        Ok(found)
+    }
+}
+
+fn gvk_of(o: &DynamicObject) -> Result<GroupVersionKind> {
+    let types = o
+        .types
+        .as_ref()
+        .ok_or_else(|| Error::Invalid("a rendered object has no kind".into()))?;
+    GroupVersionKind::try_from(types)
+        .map_err(|e| Error::Invalid(format!("a rendered object's kind: {e}")))
+}
+
+/// `group/version/Kind/namespace/name` (namespace empty for cluster-scoped objects).
+pub fn entry(o: &DynamicObject) -> String {
+    let types = o.types.clone().unwrap_or_default();
+    format!(
+        "{}/{}/{}/{}",
+        types.api_version,
+        types.kind,
+        o.metadata.namespace.clone().unwrap_or_default(),
+        o.name_any()
+    )
+    .trim_start_matches('/')
+    .to_owned()
+}
+
+/// Parses an inventory entry back into its kind, namespace and name.
+fn parse_entry(e: &str) -> Option<(GroupVersionKind, String, String)> {
+    let parts: Vec<&str> = e.split('/').collect();
+    let (group, version, rest) = match parts.len() {
+        // core group: v1/Kind/ns/name
+        4 => ("", parts[0], &parts[1..]),
+        5 => (parts[0], parts[1], &parts[2..]),
+        _ => return None,
+    };
+    Some((
+        GroupVersionKind::gvk(group, version, rest[0]),
+        rest[1].to_owned(),
+        rest[2].to_owned(),
+    ))
+}
+
+/// Puts the tenant's labels on a rendered object and pins namespaced objects to the tenant's
+/// namespace (a chart that renders into another namespace is refused).
+pub fn claim(mut o: DynamicObject, tenant: &str, namespaced: bool) -> Result<DynamicObject> {
+    let ns = names::namespace(tenant);
+    if namespaced {
+        match o.metadata.namespace.as_deref() {
+            None => o.metadata.namespace = Some(ns),
+            Some(n) if n == ns => {}
+            Some(other) => {
+                return Err(Error::Invalid(format!(
+                    "the chart renders {} into namespace {other}; a tenant's control plane lives in {ns} only",
+                    entry(&o)
+                )));
+            }
+        }
+    } else {
+        o.metadata.namespace = None;
+    }
+    o.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .extend(crate::build::labels(tenant));
+    Ok(o)
+}
+
+/// Applies every object (in the order given: helm's install order) with server-side apply and
+/// returns the inventory of what is now applied.
+pub async fn apply_all(
+    client: &Client,
+    kinds: &Kinds,
+    tenant: &str,
+    objects: Vec<DynamicObject>,
+) -> Result<Vec<String>> {
+    let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
+    let mut inventory = Vec::with_capacity(objects.len());
+    for o in objects {
+        let gvk = gvk_of(&o)?;
+        let (resource, namespaced) = kinds.resolve(client, &gvk).await?;
+        let o = claim(o, tenant, namespaced)?;
+        let api: Api<DynamicObject> = match &o.metadata.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        debug!(object = %entry(&o), "applying");
+        api.patch(&o.name_any(), &params, &Patch::Apply(&o)).await?;
+        inventory.push(entry(&o));
+    }
+    Ok(inventory)
+}
+
+/// Deletes what `previous` lists and `current` does not. Returns how many were deleted.
+pub async fn prune(
+    client: &Client,
+    kinds: &Kinds,
+    tenant: &str,
+    previous: &[String],
+    current: &[String],
+) -> Result<usize> {
+    let mut deleted = 0;
+    for gone in previous.iter().filter(|e| !current.contains(e)) {
+        if delete_entry(client, kinds, tenant, gone).await? {
+            info!(object = %gone, "pruned: no longer rendered");
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Deletes one inventory entry if it is the tenant's. True when something was deleted.
+pub async fn delete_entry(client: &Client, kinds: &Kinds, tenant: &str, e: &str) -> Result<bool> {
+    let Some((gvk, ns, name)) = parse_entry(e) else {
+        return Ok(false);
+    };
+    let resource = match kinds.resolve(client, &gvk).await {
+        Ok((resource, _)) => resource,
+        // The kind itself is gone (its CRD removed): nothing of it can be left.
+        Err(Error::KubeApi(kube::Error::Discovery(_))) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let api: Api<DynamicObject> = if ns.is_empty() {
+        Api::all_with(client.clone(), &resource)
+    } else {
+        Api::namespaced_with(client.clone(), &ns, &resource)
+    };
+    let Some(found) = api.get_opt(&name).await? else {
+        return Ok(false);
+    };
+    let ours = found.labels().get(names::TENANT_LABEL).map(String::as_str) == Some(tenant)
+        && (ns.is_empty() || ns == names::namespace(tenant));
+    if !ours {
+        return Ok(false);
+    }
+    let params = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: found.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&name, &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.is_not_found() || s.code == 409 => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(api_version: &str, kind: &str, ns: Option<&str>) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": api_version, "kind": kind,
+            "metadata": {"name": "vcluster", "namespace": ns},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn entries_round_trip_for_core_and_grouped_kinds() {
+        let svc = object("v1", "Service", Some("kubespaces-tenant-a"));
+        assert_eq!(entry(&svc), "v1/Service/kubespaces-tenant-a/vcluster");
+        let (gvk, ns, name) = parse_entry(&entry(&svc)).unwrap();
+        assert_eq!((gvk.group.as_str(), gvk.kind.as_str()), ("", "Service"));
+        assert_eq!(
+            (ns.as_str(), name.as_str()),
+            ("kubespaces-tenant-a", "vcluster")
+        );
+        let role = object("rbac.authorization.k8s.io/v1", "ClusterRole", None);
+        let (gvk, ns, _) = parse_entry(&entry(&role)).unwrap();
+        assert_eq!(gvk.group, "rbac.authorization.k8s.io");
+        assert!(ns.is_empty());
+    }
+
+    #[test]
+    fn rendered_objects_are_labelled_and_kept_in_the_tenant_namespace() {
+        let o = claim(object("v1", "Service", None), "a", true).unwrap();
+        assert_eq!(o.metadata.namespace.as_deref(), Some("kubespaces-tenant-a"));
+        assert_eq!(
+            o.labels().get(names::TENANT_LABEL).map(String::as_str),
+            Some("a")
+        );
+        let elsewhere = object("v1", "Service", Some("kube-system"));
+        assert!(claim(elsewhere, "a", true).is_err());
+    }
+}

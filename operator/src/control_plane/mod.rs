@@ -1,0 +1,472 @@
+//! The tenant's own control plane: a vCluster from the pinned chart, rendered with helm,
+//! applied with server-side apply under an inventory, exposed by a TLSRoute at the tenant's
+//! public host, and a kubeconfig whose credential the operator issues, checks and renews.
+//!
+//! [`ControlPlane::build`] yields the whole desired state (rendered chart, route, footprint)
+//! before anything is applied; [`ControlPlane::ensure`] applies it and observes the result.
+
+pub mod apply;
+pub mod chart;
+pub mod credential;
+pub mod footprint;
+pub mod names;
+pub mod network;
+pub mod route;
+pub mod settings;
+pub mod teardown;
+pub mod values;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::{
+    api::{
+        apps::v1::StatefulSet,
+        core::v1::Secret,
+        networking::v1::NetworkPolicy,
+        rbac::v1::{RoleBinding, RoleRef, Subject},
+    },
+    apimachinery::pkg::api::resource::Quantity,
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DynamicObject, Patch, PatchParams},
+};
+use tracing::{info, warn};
+
+use crate::{
+    api::{ControlPlaneStatus, KUBECONFIG_SECRET_KEY, SecretReference, Tenant, TenantEndpoints},
+    conditions::{self, Desired},
+    error::Result,
+};
+pub use settings::{ControlPlaneConfig, VclusterSettings};
+
+use conditions::{API_REACHABLE, API_ROUTE_ACCEPTED, CONTROL_PLANE_READY};
+
+/// How soon to look again while the control plane comes up: most steps (the admin Secret, the
+/// route's status) have no watch of ours.
+const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
+
+/// The whole desired state of a tenant's control plane, built before anything is applied.
+pub struct Build {
+    pub objects: Vec<DynamicObject>,
+    pub route: DynamicObject,
+    /// What the control plane takes from the namespace's quota.
+    pub footprint: BTreeMap<String, Quantity>,
+    pub digest: String,
+}
+
+/// What applying and observing the control plane found.
+#[derive(Default)]
+pub struct Outcome {
+    pub details: Vec<Desired>,
+    pub endpoints: Option<TenantEndpoints>,
+    pub kubeconfig: Option<SecretReference>,
+    pub status: Option<ControlPlaneStatus>,
+    pub requeue: Option<Duration>,
+}
+
+pub struct ControlPlane {
+    pub settings: VclusterSettings,
+    /// Who the operator is: bound to [`crate::access::CONTROL_PLANE_ROLE`] in each tenant
+    /// namespace, which is all it may do there beyond its cluster-wide role.
+    pub operator: Subject,
+    /// The host's API server, which the control plane's pod must reach.
+    pub api_server: network::ApiServer,
+    pub base_domain: String,
+    /// The host's Kubernetes version (`helm template --kube-version`).
+    pub kube_version: String,
+    renderer: chart::Renderer,
+    kinds: apply::Kinds,
+    /// When each tenant's rendered objects were last all applied (drift correction of objects
+    /// without a watch happens at most this often).
+    applied: Mutex<HashMap<String, (Instant, Vec<String>)>>,
+    reapply: Duration,
+}
+
+impl ControlPlane {
+    pub fn new(
+        settings: VclusterSettings,
+        operator: Subject,
+        api_server: network::ApiServer,
+        base_domain: String,
+        kube_version: String,
+        reapply: Duration,
+    ) -> Self {
+        Self {
+            settings,
+            operator,
+            api_server,
+            base_domain,
+            kube_version,
+            renderer: chart::Renderer::default(),
+            kinds: apply::Kinds::default(),
+            applied: Mutex::new(HashMap::new()),
+            reapply,
+        }
+    }
+
+    fn api_host(&self, tenant: &str) -> String {
+        crate::names::api_host(tenant, &self.base_domain)
+    }
+
+    /// Renders the chart for `tenant` and builds the route: nothing is applied.
+    pub async fn build(
+        &self,
+        tenant: &Tenant,
+        default_cpu_limit: &str,
+        default_memory_limit: &str,
+    ) -> std::result::Result<Build, chart::ChartError> {
+        let name = tenant.name_any();
+        let ns = crate::names::namespace(&name);
+        let values = values::tenant_values(&name, &self.base_domain, &self.settings);
+        let objects = self
+            .renderer
+            .render(&self.settings, &name, &ns, &self.kube_version, &values)
+            .await?;
+        let digest = self.renderer.verify(&self.settings).await?;
+        Ok(Build {
+            footprint: footprint::of(&objects, default_cpu_limit, default_memory_limit),
+            route: route::api_route(&name, &self.api_host(&name), &self.settings.api_gateway),
+            objects,
+            digest,
+        })
+    }
+
+    /// Applies the built state and reports, one condition per step, how far the control plane
+    /// is: running, routed, answering the credential handed out.
+    #[tracing::instrument(skip_all, fields(tenant = %tenant.name_any()))]
+    pub async fn ensure(
+        &self,
+        client: &Client,
+        tenant: &Tenant,
+        build: Build,
+        statefulset: Option<&StatefulSet>,
+        // Whether the watched objects (StatefulSet, Service) are all there.
+        complete: bool,
+    ) -> Result<Outcome> {
+        let name = tenant.name_any();
+        let ns = crate::names::namespace(&name);
+        let host = self.api_host(&name);
+        let endpoint = credential::Endpoint {
+            public_host: &host,
+            gateway_address: self.settings.gateway_address.as_deref(),
+        };
+        let mut outcome = Outcome {
+            endpoints: Some(TenantEndpoints {
+                api: Some(endpoint.public_url()),
+                apps: tenant
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.endpoints.as_ref()?.apps.clone()),
+            }),
+            status: Some(ControlPlaneStatus {
+                chart_version: Some(self.settings.chart_version.clone()),
+                chart_digest: Some(build.digest.clone()),
+                kubernetes_version: tenant
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.control_plane.as_ref()?.kubernetes_version.clone()),
+            }),
+            ..Outcome::default()
+        };
+
+        // 1. The rendered chart, and the prune of what a new render dropped.
+        let wanted: Vec<String> = build
+            .objects
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                if o.metadata.namespace.is_none()
+                    && o.types.as_ref().is_some_and(|t| !cluster_scoped(&t.kind))
+                {
+                    o.metadata.namespace = Some(ns.clone());
+                }
+                apply::entry(&o)
+            })
+            .collect();
+        let last = self.applied.lock().ok().and_then(|a| a.get(&name).cloned());
+        let stale = match &last {
+            Some((at, inventory)) => *inventory != wanted || at.elapsed() >= self.reapply,
+            None => true,
+        };
+        if stale || !complete {
+            // First the operator's own rights in the namespace, then what needs them.
+            let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
+            let binding = self_binding(&name, &self.operator);
+            let params = PatchParams::apply(crate::names::CHILD_FIELD_MANAGER).force();
+            bindings
+                .patch(names::OPERATOR_BINDING, &params, &Patch::Apply(&binding))
+                .await?;
+            let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
+            let policy = network::policy(&name, &self.api_server);
+            policies
+                .patch(names::CONTROL_PLANE_POLICY, &params, &Patch::Apply(&policy))
+                .await?;
+            let inventory = apply::apply_all(client, &self.kinds, &name, build.objects).await?;
+            if let Some((_, previous)) = &last {
+                apply::prune(client, &self.kinds, &name, previous, &inventory).await?;
+            }
+            if let Ok(mut a) = self.applied.lock() {
+                a.insert(name.clone(), (Instant::now(), inventory));
+            }
+        }
+        let route = apply::apply_all(client, &self.kinds, &name, vec![build.route.clone()]).await;
+        route?;
+
+        // 2. The workload.
+        let running = statefulset.is_some_and(|s| {
+            let status = s.status.as_ref();
+            let want = s.spec.replicas.unwrap_or(1);
+            status.and_then(|st| st.ready_replicas).unwrap_or(0) >= want
+                && status.and_then(|st| st.observed_generation) >= s.metadata.generation
+                && status.and_then(|st| st.updated_replicas).unwrap_or(0) >= want
+        });
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+        let admin = match running {
+            true => secrets
+                .get_opt(names::ADMIN_SECRET)
+                .await?
+                .and_then(|s| credential::kubeconfig_of(&s, names::ADMIN_SECRET_KEY)),
+            false => None,
+        };
+        outcome.details.push(match (running, &admin) {
+            (false, _) => Desired::new(
+                CONTROL_PLANE_READY,
+                false,
+                "Starting",
+                format!("StatefulSet {ns}/{} is not ready yet", names::RELEASE),
+            ),
+            (true, None) => Desired::new(
+                CONTROL_PLANE_READY,
+                false,
+                "WaitingForAdminSecret",
+                format!(
+                    "the control plane runs; waiting for it to write Secret {ns}/{}",
+                    names::ADMIN_SECRET
+                ),
+            ),
+            (true, Some(_)) => Desired::new(
+                CONTROL_PLANE_READY,
+                true,
+                "Running",
+                format!(
+                    "vCluster {} (chart {}) runs in {ns}",
+                    names::RELEASE,
+                    self.settings.chart_version
+                ),
+            ),
+        });
+
+        // 3. The route.
+        let routes = self.route_api(client, &ns).await?;
+        let accepted = match routes.get_opt(names::API_ROUTE).await? {
+            Some(r) => route::accepted(&r, &self.settings.api_gateway),
+            None => Err((
+                "Creating".into(),
+                format!("TLSRoute {ns}/{} does not exist yet", names::API_ROUTE),
+            )),
+        };
+        outcome.details.push(match &accepted {
+            Ok(()) => Desired::new(
+                API_ROUTE_ACCEPTED,
+                true,
+                "Accepted",
+                format!(
+                    "TLSRoute {ns}/{} routes {host} to the control plane",
+                    names::API_ROUTE
+                ),
+            ),
+            Err((reason, message)) => {
+                Desired::new(API_ROUTE_ACCEPTED, false, reason.clone(), message.clone())
+            }
+        });
+
+        // 4. The credential, and a request through the public route with it.
+        let reachable = match (&admin, &accepted) {
+            (Some(admin), Ok(())) => {
+                self.ensure_credential(&secrets, &name, &endpoint, admin, &mut outcome)
+                    .await
+            }
+            _ => Desired::new(
+                API_REACHABLE,
+                false,
+                "Waiting",
+                "waiting for the control plane and its route".to_owned(),
+            ),
+        };
+        let all = outcome.details.iter().all(|d| d.status) && reachable.status;
+        outcome.details.push(reachable);
+        if !all {
+            outcome.requeue = Some(PROGRESS_REQUEUE);
+        }
+        Ok(outcome)
+    }
+
+    async fn route_api(&self, client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
+        let gvk = kube::api::GroupVersionKind::gvk(route::GROUP, route::VERSION, route::KIND);
+        let (resource, _) = self.kinds.resolve(client, &gvk).await?;
+        Ok(Api::namespaced_with(client.clone(), ns, &resource))
+    }
+
+    /// Issues (or renews) the kubeconfig's credential when needed, and checks it with a request
+    /// through the public route.
+    async fn ensure_credential(
+        &self,
+        secrets: &Api<Secret>,
+        tenant: &str,
+        endpoint: &credential::Endpoint<'_>,
+        admin: &str,
+        outcome: &mut Outcome,
+    ) -> Desired {
+        let existing = match secrets.get_opt(crate::api::KUBECONFIG_SECRET).await {
+            Ok(s) => s,
+            Err(e) => return unreachable("KubeApi", crate::error::describe(&e)),
+        };
+        let now = Timestamp::now();
+        let current = existing
+            .as_ref()
+            .filter(|s| !credential::due(s, now))
+            .and_then(|s| credential::kubeconfig_of(s, KUBECONFIG_SECRET_KEY));
+        if let Some(k) = current {
+            match credential::probe(endpoint, &k).await {
+                Ok(version) => {
+                    return self.reachable(tenant, version, existing.as_ref(), now, outcome);
+                }
+                // Revoked (its ServiceAccount deleted inside the tenant): issue a new one.
+                Err((true, message)) => {
+                    info!(tenant, %message, "the tenant credential was revoked; issuing a new one");
+                }
+                Err((false, message)) => return unreachable("RequestFailed", message),
+            }
+        }
+        let ca = match credential::ca_data(admin) {
+            Ok(ca) => ca,
+            Err(m) => return unreachable("AdminKubeconfigInvalid", m),
+        };
+        let issued =
+            match credential::issue(endpoint, admin, self.settings.credential_lifetime).await {
+                Ok(i) => i,
+                Err(e) => return unreachable("CredentialNotIssued", e.to_string()),
+            };
+        let kubeconfig = credential::kubeconfig(tenant, &endpoint.public_url(), &ca, &issued.token);
+        let secret = credential::secret(tenant, kubeconfig.clone(), &issued);
+        let params = PatchParams::apply(crate::names::CHILD_FIELD_MANAGER).force();
+        let written = match secrets
+            .patch(
+                crate::api::KUBECONFIG_SECRET,
+                &params,
+                &Patch::Apply(&secret),
+            )
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => return unreachable("KubeApi", crate::error::describe(&e)),
+        };
+        info!(tenant, expires = %issued.expires_at, "issued the tenant kubeconfig credential");
+        match credential::probe(endpoint, &kubeconfig).await {
+            Ok(version) => self.reachable(tenant, version, Some(&written), now, outcome),
+            Err((_, message)) => unreachable("RequestFailed", message),
+        }
+    }
+
+    fn reachable(
+        &self,
+        tenant: &str,
+        version: String,
+        secret: Option<&Secret>,
+        now: Timestamp,
+        outcome: &mut Outcome,
+    ) -> Desired {
+        outcome.kubeconfig = Some(SecretReference {
+            name: crate::api::KUBECONFIG_SECRET.into(),
+            namespace: crate::names::namespace(tenant),
+        });
+        if let Some(status) = outcome.status.as_mut() {
+            status.kubernetes_version = Some(version.clone());
+        }
+        outcome.requeue = secret.and_then(|s| credential::renew_in(s, now));
+        Desired::new(
+            API_REACHABLE,
+            true,
+            "Authenticated",
+            format!(
+                "an authenticated request with the kubeconfig in Secret {}/{} through {} succeeded (Kubernetes {version})",
+                crate::names::namespace(tenant),
+                crate::api::KUBECONFIG_SECRET,
+                crate::names::api_host(tenant, &self.base_domain)
+            ),
+        )
+    }
+
+    /// Forgets what is kept in memory for a tenant that is gone.
+    pub fn forget(&self, tenant: &str) {
+        self.renderer.forget(tenant);
+        if let Ok(mut a) = self.applied.lock() {
+            a.remove(tenant);
+        }
+    }
+
+    pub fn kinds(&self) -> &apply::Kinds {
+        &self.kinds
+    }
+}
+
+/// The operator's RoleBinding in a tenant namespace (pure).
+pub fn self_binding(tenant: &str, operator: &Subject) -> RoleBinding {
+    let mut meta = crate::build::install_meta(names::OPERATOR_BINDING);
+    meta.namespace = Some(crate::names::namespace(tenant));
+    meta.labels = Some(crate::build::labels(tenant));
+    RoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name: crate::access::CONTROL_PLANE_ROLE.into(),
+        },
+        subjects: Some(vec![operator.clone()]),
+    }
+}
+
+/// The RBAC subject of a user name as the API server reports it.
+pub fn subject_of(username: &str) -> Subject {
+    match username
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+    {
+        Some((namespace, name)) => Subject {
+            kind: "ServiceAccount".into(),
+            name: name.into(),
+            namespace: Some(namespace.into()),
+            api_group: None,
+        },
+        None => Subject {
+            kind: "User".into(),
+            name: username.into(),
+            namespace: None,
+            api_group: Some("rbac.authorization.k8s.io".into()),
+        },
+    }
+}
+
+fn unreachable(reason: &str, message: String) -> Desired {
+    warn!(%reason, %message, "tenant API not reachable with the handed-out credential");
+    Desired::new(API_REACHABLE, false, reason.to_owned(), message)
+}
+
+/// Kinds the chart may render that live outside namespaces.
+fn cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "ClusterRole"
+            | "ClusterRoleBinding"
+            | "PriorityClass"
+            | "StorageClass"
+            | "IngressClass"
+            | "CustomResourceDefinition"
+    )
+}

@@ -1,0 +1,134 @@
+//! The TLSRoute that puts the tenant's API server at its public host (pure), and what its
+//! status says.
+
+use kube::api::{DynamicObject, ObjectMeta};
+use serde_json::{Value, json};
+
+use super::{names, settings::ParentRef};
+
+pub const GROUP: &str = "gateway.networking.k8s.io";
+pub const VERSION: &str = "v1";
+pub const KIND: &str = "TLSRoute";
+
+/// TLS passes through the Gateway to the vCluster Service, so the client checks the tenant
+/// control plane's own certificate (and can use client certificates and upgrades).
+pub fn api_route(tenant: &str, host: &str, parent: &ParentRef) -> DynamicObject {
+    let ns = crate::names::namespace(tenant);
+    DynamicObject {
+        types: Some(kube::api::TypeMeta {
+            api_version: format!("{GROUP}/{VERSION}"),
+            kind: KIND.into(),
+        }),
+        metadata: ObjectMeta {
+            name: Some(names::API_ROUTE.into()),
+            namespace: Some(ns),
+            labels: Some(crate::build::labels(tenant)),
+            ..ObjectMeta::default()
+        },
+        data: json!({
+            "spec": {
+                "parentRefs": [{
+                    "group": GROUP,
+                    "kind": "Gateway",
+                    "namespace": parent.namespace,
+                    "name": parent.name,
+                    "sectionName": parent.section,
+                }],
+                "hostnames": [host],
+                "rules": [{"backendRefs": [{"name": names::RELEASE, "port": 443}]}],
+            }
+        }),
+    }
+}
+
+/// Whether the Gateway accepted the route and resolved its backend; otherwise the reason and
+/// message of the condition that is not true yet.
+pub fn accepted(route: &DynamicObject, parent: &ParentRef) -> Result<(), (String, String)> {
+    let ours = route.data["status"]["parents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| {
+            let r = &p["parentRef"];
+            r["name"] == parent.name.as_str()
+                && r["namespace"].as_str().unwrap_or_default() == parent.namespace
+                && r["sectionName"]
+                    .as_str()
+                    .is_none_or(|s| s == parent.section)
+        });
+    let Some(status) = ours else {
+        return Err((
+            "Pending".into(),
+            format!(
+                "Gateway {}/{} has not answered for TLSRoute {} yet (is a controller serving it?)",
+                parent.namespace,
+                parent.name,
+                names::API_ROUTE
+            ),
+        ));
+    };
+    for type_ in ["Accepted", "ResolvedRefs"] {
+        let condition = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_);
+        match condition {
+            Some(c) if c["status"] == "True" => {}
+            Some(c) => {
+                return Err((
+                    text(&c["reason"]).unwrap_or_else(|| format!("Not{type_}")),
+                    format!(
+                        "TLSRoute {}: {type_} is {}: {}",
+                        names::API_ROUTE,
+                        text(&c["status"]).unwrap_or_default(),
+                        text(&c["message"]).unwrap_or_default()
+                    ),
+                ));
+            }
+            None => {
+                return Err((
+                    "Pending".into(),
+                    format!("TLSRoute {}: no {type_} condition yet", names::API_ROUTE),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent() -> ParentRef {
+        ParentRef {
+            namespace: "gw".into(),
+            name: "kubespaces".into(),
+            section: "api".into(),
+        }
+    }
+
+    #[test]
+    fn the_route_is_accepted_only_when_the_gateway_says_so_for_our_listener() {
+        let mut route = api_route("a", "a.api.example.com", &parent());
+        assert_eq!(route.data["spec"]["hostnames"][0], "a.api.example.com");
+        assert!(accepted(&route, &parent()).is_err());
+        route.data["status"] = json!({"parents": [{
+            "parentRef": {"name": "kubespaces", "namespace": "gw", "sectionName": "api"},
+            "conditions": [
+                {"type": "Accepted", "status": "True", "reason": "Accepted"},
+                {"type": "ResolvedRefs", "status": "False", "reason": "BackendNotFound", "message": "no service"},
+            ],
+        }]});
+        let (reason, message) = accepted(&route, &parent()).unwrap_err();
+        assert_eq!(reason, "BackendNotFound");
+        assert!(message.contains("no service"));
+        route.data["status"]["parents"][0]["conditions"][1]["status"] = json!("True");
+        assert!(accepted(&route, &parent()).is_ok());
+    }
+}

@@ -1,0 +1,176 @@
+//! The settings of the tenant control plane: which chart, pinned how, reached through which
+//! Gateway, with what credential lifetime.
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::{Args, ValueEnum};
+
+/// What gives every tenant its own control plane.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlPlaneKind {
+    /// A vCluster from the pinned chart, exposed through the API Gateway.
+    Vcluster,
+    /// None: tenants get the host side only (namespace, quota, access, isolation).
+    None,
+}
+
+/// A Gateway listener a route attaches to: `namespace/name/sectionName`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentRef {
+    pub namespace: String,
+    pub name: String,
+    pub section: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ControlPlaneConfig {
+    /// What gives every tenant its own control plane: `vcluster` (the pinned chart; needs the
+    /// `--vcluster-*` and `--api-gateway` settings) or `none` (host side only).
+    #[arg(
+        long = "control-plane",
+        env = "KUBESPACES_CONTROL_PLANE",
+        value_enum,
+        default_value = "vcluster"
+    )]
+    pub kind: ControlPlaneKind,
+    /// The pinned vCluster chart archive (a `helm package` .tgz) on the operator's file system.
+    #[arg(long = "vcluster-chart", env = "KUBESPACES_VCLUSTER_CHART")]
+    pub chart: Option<PathBuf>,
+    /// The chart version the archive must hold (e.g. 0.36.1).
+    #[arg(
+        long = "vcluster-chart-version",
+        env = "KUBESPACES_VCLUSTER_CHART_VERSION"
+    )]
+    pub chart_version: Option<String>,
+    /// The sha256 digest the archive must have (`sha256:<64 hex digits>`). A mismatch installs
+    /// nothing: every tenant's control plane stalls until the pin or the archive is fixed.
+    #[arg(long = "vcluster-chart-digest", env = "KUBESPACES_VCLUSTER_CHART_DIGEST", value_parser = parse_digest)]
+    pub chart_digest: Option<String>,
+    /// Platform values files for the chart (images, resources), applied before the values the
+    /// operator derives per tenant (comma-separated).
+    #[arg(
+        long = "vcluster-values",
+        env = "KUBESPACES_VCLUSTER_VALUES",
+        value_delimiter = ','
+    )]
+    pub values: Vec<PathBuf>,
+    /// The helm binary that renders the chart (`helm template`).
+    #[arg(long = "helm", env = "KUBESPACES_HELM", default_value = "helm")]
+    pub helm: PathBuf,
+    /// The Gateway listener tenant API routes attach to: `namespace/name/sectionName`. It must
+    /// pass TLS through (`protocol: TLS`, `tls.mode: Passthrough`) for `*.api.<base domain>`.
+    #[arg(long = "api-gateway", env = "KUBESPACES_API_GATEWAY", value_parser = parse_parent_ref)]
+    pub api_gateway: Option<ParentRef>,
+    /// Where the operator reaches the Gateway (`host:port`), e.g. its in-cluster Service, when
+    /// the public names do not resolve where the operator runs. The public name still goes in
+    /// the TLS server name, so the route and the certificate checked are the public ones.
+    #[arg(long = "gateway-address", env = "KUBESPACES_GATEWAY_ADDRESS")]
+    pub gateway_address: Option<String>,
+    /// StorageClass of the control plane's volume (its datastore). Empty: the cluster default.
+    #[arg(long = "control-plane-storage-class", env = "KUBESPACES_STORAGE_CLASS")]
+    pub storage_class: Option<String>,
+    /// Lifetime of the credential in the tenant kubeconfig (e.g. `24h`). The operator issues a
+    /// new one when two thirds of it have passed.
+    #[arg(long = "kubeconfig-lifetime", env = "KUBESPACES_KUBECONFIG_LIFETIME", default_value = "24h", value_parser = parse_lifetime)]
+    pub credential_lifetime: Duration,
+}
+
+/// What a vcluster control plane needs, checked at start-up.
+#[derive(Debug, Clone)]
+pub struct VclusterSettings {
+    pub chart: PathBuf,
+    pub chart_version: String,
+    pub chart_digest: String,
+    pub values: Vec<PathBuf>,
+    pub helm: PathBuf,
+    pub api_gateway: ParentRef,
+    pub gateway_address: Option<String>,
+    pub storage_class: Option<String>,
+    pub credential_lifetime: Duration,
+}
+
+impl ControlPlaneConfig {
+    /// The vcluster settings, or None for `--control-plane=none`; an error names the missing
+    /// flag.
+    pub fn vcluster(&self) -> Result<Option<VclusterSettings>, String> {
+        if self.kind == ControlPlaneKind::None {
+            return Ok(None);
+        }
+        fn need<T: Clone>(v: &Option<T>, flag: &str) -> Result<T, String> {
+            v.clone().ok_or_else(|| {
+                format!("--control-plane=vcluster needs {flag} (or --control-plane=none for tenants without their own control plane)")
+            })
+        }
+        Ok(Some(VclusterSettings {
+            chart: need(&self.chart, "--vcluster-chart")?,
+            chart_version: need(&self.chart_version, "--vcluster-chart-version")?,
+            chart_digest: need(&self.chart_digest, "--vcluster-chart-digest")?,
+            values: self.values.clone(),
+            helm: self.helm.clone(),
+            api_gateway: need(&self.api_gateway, "--api-gateway")?,
+            gateway_address: self.gateway_address.clone().filter(|a| !a.is_empty()),
+            storage_class: self.storage_class.clone().filter(|s| !s.is_empty()),
+            credential_lifetime: self.credential_lifetime,
+        }))
+    }
+}
+
+fn parse_digest(s: &str) -> Result<String, String> {
+    let hex = s.strip_prefix("sha256:").unwrap_or(s);
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(format!("sha256:{}", hex.to_ascii_lowercase()))
+    } else {
+        Err(format!(
+            "{s:?} is not a sha256 digest: give `sha256:` and 64 hex digits (sha256sum of the archive)"
+        ))
+    }
+}
+
+fn parse_parent_ref(s: &str) -> Result<ParentRef, String> {
+    match s.split('/').collect::<Vec<_>>()[..] {
+        [namespace, name, section] if [namespace, name, section].iter().all(|p| !p.is_empty()) => {
+            Ok(ParentRef {
+                namespace: namespace.into(),
+                name: name.into(),
+                section: section.into(),
+            })
+        }
+        _ => Err(format!(
+            "{s:?} is not a Gateway listener: give namespace/name/sectionName, e.g. kubespaces-gateway/kubespaces/api"
+        )),
+    }
+}
+
+fn parse_lifetime(s: &str) -> Result<Duration, String> {
+    let span: jiff::SignedDuration = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a duration (e.g. 24h, 90m): {e}"))?;
+    let d = Duration::try_from(span).map_err(|_| format!("{s:?} must be positive"))?;
+    // The API server refuses token lifetimes under 10 minutes.
+    if d < Duration::from_secs(600) {
+        return Err(format!("{s:?} is too short: the least is 10m"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_checked_with_messages_that_name_the_fix() {
+        assert_eq!(
+            parse_digest(&format!("sha256:{}", "A".repeat(64))).unwrap(),
+            format!("sha256:{}", "a".repeat(64))
+        );
+        assert!(parse_digest("sha256:abc").unwrap_err().contains("64 hex"));
+        assert_eq!(
+            parse_parent_ref("gw/kubespaces/api").unwrap().section,
+            "api"
+        );
+        assert!(parse_parent_ref("gw/kubespaces").is_err());
+        assert_eq!(parse_lifetime("24h").unwrap(), Duration::from_secs(86400));
+        assert!(parse_lifetime("1m").unwrap_err().contains("10m"));
+        assert!(parse_lifetime("soon").is_err());
+    }
+}

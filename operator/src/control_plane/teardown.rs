@@ -1,0 +1,108 @@
+//! Teardown of the control plane, ahead of the namespace: the route first (the public host
+//! stops answering), then the vCluster and its volume claims, then what the chart made outside
+//! the namespace. The volumes themselves are checked after the namespace is gone.
+
+use k8s_openapi::api::{
+    apps::v1::StatefulSet,
+    core::v1::{PersistentVolume, PersistentVolumeClaim},
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, DynamicObject, ListParams},
+};
+
+use super::{ControlPlane, apply, names};
+use crate::{api::Tenant, error::Result};
+
+impl ControlPlane {
+    /// Deletes the tenant's route, vCluster, its claims and cluster-scoped objects. Returns what
+    /// still blocks the teardown (reason, message), if anything.
+    pub async fn remove(
+        &self,
+        client: &Client,
+        tenant: &Tenant,
+    ) -> Result<Option<(String, String)>> {
+        let name = tenant.name_any();
+        let ns = crate::names::namespace(&name);
+        let routes: Api<DynamicObject> = self.route_api(client, &ns).await?;
+        if routes.get_opt(names::API_ROUTE).await?.is_some() {
+            delete(&routes, names::API_ROUTE).await?;
+            return Ok(Some((
+                "RemovingRoute".into(),
+                format!("TLSRoute {ns}/{} is being deleted", names::API_ROUTE),
+            )));
+        }
+        let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+        if sets.get_opt(names::RELEASE).await?.is_some() {
+            delete(&sets, names::RELEASE).await?;
+        }
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+        for claim in claims
+            .list(&ListParams::default().labels("app=vcluster"))
+            .await?
+        {
+            if claim.metadata.deletion_timestamp.is_none() {
+                delete(&claims, &claim.name_any()).await?;
+            }
+        }
+        // Cluster-scoped objects the chart renders for this tenant (none with the default
+        // values; the chart renders ClusterRoles for some syncs).
+        if let Ok(build) = self.build(tenant, "0", "0").await {
+            for o in build
+                .objects
+                .iter()
+                .filter(|o| o.metadata.namespace.is_none())
+            {
+                let kind = o
+                    .types
+                    .as_ref()
+                    .map(|t| t.kind.as_str())
+                    .unwrap_or_default();
+                if super::cluster_scoped(kind) {
+                    apply::delete_entry(client, self.kinds(), &name, &apply::entry(o)).await?;
+                }
+            }
+        }
+        self.forget(&name);
+        Ok(None)
+    }
+}
+
+/// Volumes still bound to claims of the namespace: the teardown is not done until the
+/// provisioner released them.
+pub async fn volumes_left(client: &Client, tenant: &str) -> Result<Option<(String, String)>> {
+    let ns = crate::names::namespace(tenant);
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let left: Vec<String> = volumes
+        .list(&ListParams::default())
+        .await?
+        .into_iter()
+        .filter(|v| {
+            v.spec
+                .as_ref()
+                .and_then(|s| s.claim_ref.as_ref()?.namespace.as_deref())
+                == Some(ns.as_str())
+        })
+        .map(|v| v.name_any())
+        .collect();
+    Ok((!left.is_empty()).then(|| {
+        (
+            "VolumesReleasing".to_owned(),
+            format!(
+                "PersistentVolume(s) {} of namespace {ns} are being released by their provisioner",
+                left.join(", ")
+            ),
+        )
+    }))
+}
+
+async fn delete<K>(api: &Api<K>, name: &str) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

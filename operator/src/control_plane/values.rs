@@ -1,0 +1,94 @@
+//! The chart values the operator derives for one tenant (pure). The platform's own values
+//! (images, resources) come from the `--vcluster-values` files and are overridden by these.
+
+use serde_json::{Value, json};
+
+use super::{names, settings::VclusterSettings};
+
+/// Values for the tenant's release. Every value here is one the tenant's control plane must
+/// have for KubeSpaces to work, whatever the platform file says.
+pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSettings) -> Value {
+    let ns = crate::names::namespace(tenant);
+    let api_host = crate::names::api_host(tenant, base_domain);
+    let service = names::RELEASE;
+    let mut volume = json!({
+        "enabled": true,
+        // The namespace goes with the tenant, so must the datastore.
+        "retentionPolicy": "Delete",
+    });
+    if let Some(class) = &settings.storage_class {
+        volume["storageClass"] = json!(class);
+    }
+    json!({
+        "controlPlane": {
+            "distro": {"k8s": {"enabled": true}},
+            "proxy": {
+                // The TLSRoute's host is not added to the serving certificate by vCluster, and
+                // TLS passes through the Gateway: the client checks this certificate.
+                "extraSANs": [
+                    api_host,
+                    format!("{service}.{ns}.svc"),
+                    format!("{service}.{ns}.svc.cluster.local"),
+                ],
+            },
+            "service": {"spec": {"type": "ClusterIP"}},
+            "statefulSet": {
+                "persistence": {"volumeClaim": volume},
+                "highAvailability": {"replicas": 1},
+            },
+            // Behind the operator's own TLSRoute, not the chart's.
+            "ingress": {"enabled": false},
+        },
+        // The operator owns the namespace's quota and container defaults.
+        "policies": {
+            "resourceQuota": {"enabled": false},
+            "limitRange": {"enabled": false},
+        },
+        // The admin kubeconfig vCluster writes (Secret vc-<release>) names the public URL; the
+        // operator reads it to manage the tenant's credential and hands out its own kubeconfig.
+        "exportKubeConfig": {
+            "context": tenant,
+            "server": format!("https://{api_host}:443"),
+        },
+        "telemetry": {"enabled": false},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> VclusterSettings {
+        VclusterSettings {
+            chart: "c.tgz".into(),
+            chart_version: "0.36.1".into(),
+            chart_digest: "sha256:00".into(),
+            values: vec![],
+            helm: "helm".into(),
+            api_gateway: super::super::settings::ParentRef {
+                namespace: "gw".into(),
+                name: "g".into(),
+                section: "api".into(),
+            },
+            gateway_address: None,
+            storage_class: Some("local-path".into()),
+            credential_lifetime: std::time::Duration::from_secs(86400),
+        }
+    }
+
+    #[test]
+    fn the_public_host_is_in_the_certificate_and_the_kubeconfig() {
+        let v = tenant_values("team-atlas", "example.com", &settings());
+        let sans = v["controlPlane"]["proxy"]["extraSANs"].as_array().unwrap();
+        assert!(sans.contains(&json!("team-atlas.api.example.com")));
+        assert_eq!(
+            v["exportKubeConfig"]["server"],
+            "https://team-atlas.api.example.com:443"
+        );
+        assert_eq!(
+            v["controlPlane"]["statefulSet"]["persistence"]["volumeClaim"]["storageClass"],
+            "local-path"
+        );
+        assert_eq!(v["policies"]["resourceQuota"]["enabled"], false);
+    }
+}
