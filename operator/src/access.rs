@@ -339,6 +339,13 @@ pub const CONTROL_PLANE: &[Access] = &[
         "control_plane::network: the control plane's egress to the host API server",
     ),
     access(
+        "policy",
+        "poddisruptionbudgets",
+        &["get", "patch", "delete"],
+        "control_plane::apply: the chart's PodDisruptionBudget where the platform values turn \
+         it on (server-side apply; prune)",
+    ),
+    access(
         "gateway.networking.k8s.io",
         "tlsroutes",
         &["get", "patch", "delete"],

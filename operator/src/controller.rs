@@ -6,8 +6,8 @@ use futures::{StreamExt, channel::mpsc};
 use k8s_openapi::api::{
     apps::v1::StatefulSet,
     authentication::v1::SelfSubjectReview,
-    discovery::v1::EndpointSlice,
     core::v1::{LimitRange, Namespace, ResourceQuota, Service},
+    discovery::v1::EndpointSlice,
     networking::v1::NetworkPolicy,
     rbac::v1::RoleBinding,
 };
@@ -206,10 +206,23 @@ pub async fn run(
                 })?;
             info!(chart = %settings.chart.display(), version = %settings.chart_version, %kube_version, operator = %username, "tenant control planes: vCluster");
             let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
-            let slice = slices.get("kubernetes").await.map_err(StartError::Version)?;
+            let slice = slices
+                .get("kubernetes")
+                .await
+                .map_err(StartError::Version)?;
             let api_server = crate::control_plane::network::ApiServer {
-                addresses: slice.endpoints.iter().flatten().flat_map(|e| e.addresses.clone()).collect(),
-                ports: slice.ports.iter().flatten().filter_map(|p| p.port).collect(),
+                addresses: slice
+                    .endpoints
+                    .iter()
+                    .flatten()
+                    .flat_map(|e| e.addresses.clone())
+                    .collect(),
+                ports: slice
+                    .ports
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| p.port)
+                    .collect(),
             };
             Some(Arc::new(ControlPlane::new(
                 settings,

@@ -128,15 +128,27 @@ pub struct TenantEndpoints {
     pub apps: Option<String>,
 }
 
-#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlaneStatus {
+    /// The version of the pinned vCluster chart the control plane runs from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_version: Option<String>,
+    /// The sha256 digest of that chart's archive, as checked before it was rendered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_digest: Option<String>,
+    /// The Kubernetes version the tenant's API server reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
+    /// What the control plane itself takes from the tenant namespace (requests and limits of
+    /// its pods, the storage of its volume): the namespace's quota is the tenant's budget plus
+    /// this, so the control plane is not paid for from the tenant's budget.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub footprint: BTreeMap<String, Quantity>,
+    /// The host objects applied for the control plane, as `apiVersion/Kind/namespace/name`
+    /// (the inventory): what a new render no longer has is deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<String>,
 }
 
 #[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]

@@ -81,6 +81,11 @@ fn parse_entry(e: &str) -> Option<(GroupVersionKind, String, String)> {
     ))
 }
 
+/// Whether an inventory entry names a cluster-scoped object (its namespace part is empty).
+pub fn is_cluster_scoped_entry(e: &str) -> bool {
+    parse_entry(e).is_some_and(|(_, ns, _)| ns.is_empty())
+}
+
 /// Puts the tenant's labels on a rendered object and pins namespaced objects to the tenant's
 /// namespace (a chart that renders into another namespace is refused).
 pub fn claim(mut o: DynamicObject, tenant: &str, namespaced: bool) -> Result<DynamicObject> {

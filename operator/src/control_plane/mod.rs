@@ -156,6 +156,10 @@ impl ControlPlane {
             public_host: &host,
             gateway_address: self.settings.gateway_address.as_deref(),
         };
+        let previous = tenant
+            .status
+            .as_ref()
+            .and_then(|s| s.control_plane.as_ref());
         let mut outcome = Outcome {
             endpoints: Some(TenantEndpoints {
                 api: Some(endpoint.public_url()),
@@ -167,10 +171,9 @@ impl ControlPlane {
             status: Some(ControlPlaneStatus {
                 chart_version: Some(self.settings.chart_version.clone()),
                 chart_digest: Some(build.digest.clone()),
-                kubernetes_version: tenant
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.control_plane.as_ref()?.kubernetes_version.clone()),
+                kubernetes_version: previous.and_then(|p| p.kubernetes_version.clone()),
+                footprint: build.footprint.clone(),
+                objects: vec![],
             }),
             ..Outcome::default()
         };
@@ -189,12 +192,15 @@ impl ControlPlane {
                 apply::entry(&o)
             })
             .collect();
+        // The inventory of the last apply is in the status; whether it was applied lately, in
+        // memory (a restarted operator applies everything once).
+        let inventory: Vec<String> = previous.map(|p| p.objects.clone()).unwrap_or_default();
         let last = self.applied.lock().ok().and_then(|a| a.get(&name).cloned());
         let stale = match &last {
-            Some((at, inventory)) => *inventory != wanted || at.elapsed() >= self.reapply,
+            Some((at, applied)) => *applied != wanted || at.elapsed() >= self.reapply,
             None => true,
         };
-        if stale || !complete {
+        if stale || !complete || inventory != wanted {
             // First the operator's own rights in the namespace, then what needs them.
             let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
             let binding = self_binding(&name, &self.operator);
@@ -207,13 +213,14 @@ impl ControlPlane {
             policies
                 .patch(names::CONTROL_PLANE_POLICY, &params, &Patch::Apply(&policy))
                 .await?;
-            let inventory = apply::apply_all(client, &self.kinds, &name, build.objects).await?;
-            if let Some((_, previous)) = &last {
-                apply::prune(client, &self.kinds, &name, previous, &inventory).await?;
-            }
+            let applied = apply::apply_all(client, &self.kinds, &name, build.objects).await?;
+            apply::prune(client, &self.kinds, &name, &inventory, &applied).await?;
             if let Ok(mut a) = self.applied.lock() {
-                a.insert(name.clone(), (Instant::now(), inventory));
+                a.insert(name.clone(), (Instant::now(), applied));
             }
+        }
+        if let Some(status) = outcome.status.as_mut() {
+            status.objects = wanted;
         }
         let route = apply::apply_all(client, &self.kinds, &name, vec![build.route.clone()]).await;
         route?;

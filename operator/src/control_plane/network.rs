@@ -86,7 +86,10 @@ mod tests {
         let rule = &spec.egress.unwrap()[0];
         let cidr = &rule.to.as_ref().unwrap()[0].ip_block.as_ref().unwrap().cidr;
         assert_eq!(cidr, "10.250.0.1/32");
-        assert_eq!(rule.ports.as_ref().unwrap()[0].port, Some(IntOrString::Int(6443)));
+        assert_eq!(
+            rule.ports.as_ref().unwrap()[0].port,
+            Some(IntOrString::Int(6443))
+        );
         assert_eq!(spec.policy_types.unwrap(), ["Egress"]);
     }
 }

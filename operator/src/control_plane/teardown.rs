@@ -45,23 +45,19 @@ impl ControlPlane {
                 delete(&claims, &claim.name_any()).await?;
             }
         }
-        // Cluster-scoped objects the chart renders for this tenant (none with the default
-        // values; the chart renders ClusterRoles for some syncs).
-        if let Ok(build) = self.build(tenant, "0", "0").await {
-            for o in build
-                .objects
-                .iter()
-                .filter(|o| o.metadata.namespace.is_none())
-            {
-                let kind = o
-                    .types
-                    .as_ref()
-                    .map(|t| t.kind.as_str())
-                    .unwrap_or_default();
-                if super::cluster_scoped(kind) {
-                    apply::delete_entry(client, self.kinds(), &name, &apply::entry(o)).await?;
-                }
-            }
+        // Cluster-scoped objects of the inventory (none with the default values; the chart
+        // renders ClusterRoles for some syncs). The namespace takes the namespaced ones.
+        let inventory = tenant
+            .status
+            .as_ref()
+            .and_then(|s| s.control_plane.as_ref())
+            .map(|c| c.objects.clone())
+            .unwrap_or_default();
+        for entry in inventory
+            .iter()
+            .filter(|e| apply::is_cluster_scoped_entry(e))
+        {
+            apply::delete_entry(client, self.kinds(), &name, entry).await?;
         }
         self.forget(&name);
         Ok(None)
