@@ -21,14 +21,17 @@
 #   health-check   acceptance/tools/health-check: what Flux's healthCheckExprs (cel-go), Argo CD's
 #                  Lua health check (gopher-lua) and kstatus (cli-utils) say about Tenant objects
 #                  (tests/health.rs)
+#   crossplane     Crossplane v2 (acceptance/tools/crossplane) for its `internal render`, and
+#                  function-patch-and-transform (acceptance/tools/function-pat), the composition
+#                  function it dials (tests/crossplane.rs)
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(tofu tf-kubectl helm health-check); shift ;;
-    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(tofu tf-kubectl helm health-check crossplane); shift ;;
+    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check|crossplane]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -182,7 +185,21 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       CEL_V=$(modversion github.com/google/cel-go "$TOOLS/health-check")
       dir=$(build_cached health-check "cel-$CEL_V" "$TOOLS/health-check" "-s -w" .)
       ln -sfn "$dir/health-check" "$BIN/health-check" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check)" >&2; exit 2 ;;
+    crossplane)
+      # crossplane, stamped like its release build (`crossplane --version` says v2.3.4); xp-render,
+      # which feeds `crossplane internal render` from YAML files; and the function it dials.
+      XP_V=$(modversion github.com/crossplane/crossplane/v2 "$TOOLS/crossplane")
+      dir=$(build_cached crossplane "$XP_V" "$TOOLS/crossplane" \
+        "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$XP_V" \
+        github.com/crossplane/crossplane/v2/cmd/crossplane ./xp-render)
+      ln -sfn "$dir/crossplane" "$BIN/crossplane"
+      ln -sfn "$dir/xp-render" "$BIN/xp-render"
+      PAT_V=$(modversion github.com/crossplane-contrib/function-patch-and-transform "$TOOLS/function-pat")
+      # Its main package is the module root (in v0.10.x; newer heads moved it to cmd/fn).
+      dir=$(build_cached function-pat "$PAT_V" "$TOOLS/function-pat" "-s -w" \
+        github.com/crossplane-contrib/function-patch-and-transform)
+      ln -sfn "$dir/function-patch-and-transform" "$BIN/function-patch-and-transform" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"

@@ -45,7 +45,7 @@ step "the release operator, for its image (cargo build --release -p kubespaces-o
 cargo build --release -p kubespaces-operator
 
 step "control-plane binaries, OpenTofu, helm and health-check (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm --with health-check)
+BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm --with health-check --with crossplane)
 
 step "the chart (helm lint, generated manifests, values schema)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check

@@ -1,0 +1,616 @@
+//! Crossplane v2 composing Tenants: `examples/crossplane/` (XRD, Composition, Function, XR) and
+//! the chart's aggregated ClusterRole, tested with Crossplane's own engine.
+//!
+//! Renders go through the real `crossplane internal render` of Crossplane v2.3.4 (one reconcile
+//! of the real composite reconciler on an in-memory client), fed by `xp-render` (which only turns
+//! YAML files into its protobuf request and its answer into JSON), calling the real
+//! function-patch-and-transform, run here as a process in insecure mode on loopback. All three are
+//! built from their pinned Go modules by `build-tools.sh --with crossplane`.
+//!
+//! - `xr_readiness_follows_the_tenant_in_every_phase`: the composed Tenant as observed in each
+//!   phase captured from the real cluster (`examples/health/testdata`) decides whether the XR is
+//!   Ready; the Tenant's connection Secret reaches the XR's. Prints the verdict table.
+//! - `the_composed_tenant_passes_the_crds_validation`: the Tenant the composition makes is
+//!   accepted by the installed CRD (server-side apply, dry run, strict field validation), keeps
+//!   every field, and bad XR input is refused by the API server with the CRD's messages.
+//! - `crossplane_may_manage_tenants_through_the_aggregated_clusterrole`: the chart's ClusterRole
+//!   is aggregated into a role selecting Crossplane's label, and whoever holds that role may
+//!   do what Crossplane does with Tenants, and no more.
+
+use std::{
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicUsize, Ordering},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::ByteString;
+use kubespaces_acceptance::{Env, wait_for};
+use kubespaces_operator::{
+    api::{SecretReference, Tenant},
+    reconcile::connection,
+};
+use serde_json::{Value, json};
+
+/// The phases captured by tests/health.rs, in the order of the verdict table.
+const PHASES: [&str; 7] = [
+    "new",
+    "provisioning",
+    "ready",
+    "updated",
+    "failed",
+    "paused",
+    "deleting",
+];
+/// The phases in which the tenant had been Ready, so that its kubeconfig (and its copy in the
+/// connection Secret) exists.
+const WITH_SECRET: [&str; 4] = ["ready", "updated", "paused", "deleting"];
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\n# the tenant kubeconfig\n";
+
+fn repo() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn example(file: &str) -> PathBuf {
+    repo().join("examples/crossplane").join(file)
+}
+
+fn read_yaml(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A tool built by `build-tools.sh --with crossplane`.
+fn tool(name: &str) -> PathBuf {
+    let bin = std::env::var("KUBESPACES_BIN")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .map(|b| PathBuf::from(b).join(name))
+        .expect("KUBESPACES_BIN (set by the harness): crossplane, xp-render and function-patch-and-transform are built by build-tools.sh --with crossplane");
+    assert!(
+        bin.exists(),
+        "{} is missing: run acceptance/harness/build-tools.sh --with crossplane",
+        bin.display()
+    );
+    bin
+}
+
+fn scratch_dir() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "kubespaces-crossplane-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// function-patch-and-transform as a process, in insecure mode on a loopback port, as render's
+/// Development runtime expects it. Stopped on drop.
+struct Function {
+    child: Child,
+    address: SocketAddr,
+    log: PathBuf,
+}
+
+impl Function {
+    fn start() -> Function {
+        // A port the kernel just handed out and nobody else asked for since.
+        let address = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port");
+        let log = scratch_dir().join("function.log");
+        let out = std::fs::File::create(&log).expect("function log");
+        let child = Command::new(tool("function-patch-and-transform"))
+            .args(["--insecure", "--debug", &format!("--address={address}")])
+            .stdout(out.try_clone().expect("function log"))
+            .stderr(out)
+            .spawn()
+            .expect("start function-patch-and-transform");
+        let mut f = Function {
+            child,
+            address,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = f.child.try_wait() {
+                panic!(
+                    "function-patch-and-transform exited ({status}) before serving on {address}:\n{}",
+                    f.log_text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "function-patch-and-transform does not serve on {address} after 30 s:\n{}",
+                f.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        f
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What `crossplane internal render` answered.
+struct Rendered {
+    code: i32,
+    output: Value,
+    stderr: String,
+}
+
+impl Rendered {
+    fn xr(&self) -> &Value {
+        &self.output["compositeResource"]
+    }
+
+    fn composed(&self, kind: &str) -> Option<&Value> {
+        self.output["composedResources"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["kind"] == kind))
+    }
+
+    fn tenant(&self) -> &Value {
+        self.composed("Tenant")
+            .unwrap_or_else(|| panic!("no Tenant composed: {:#}\n{}", self.output, self.stderr))
+    }
+
+    /// The XR's condition of `type`: (status, reason).
+    fn xr_condition(&self, type_: &str) -> (String, String) {
+        self.xr()
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap_or_default().to_owned(),
+                    c["reason"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .unwrap_or_else(|| ("absent".into(), String::new()))
+    }
+}
+
+/// Renders `xr` with the example Composition and Function (its target pointed at `function`),
+/// the XRD, and the given observed composed resources and other objects (Secrets).
+fn render(function: &Function, xr: &Value, observed: &[Value], required: &[Value]) -> Rendered {
+    let dir = scratch_dir();
+    let write = |name: &str, docs: &[Value]| {
+        let text: Vec<String> = docs.iter().map(|d| d.to_string()).collect();
+        let path = dir.join(name);
+        std::fs::write(&path, text.join("\n---\n")).expect("write render input");
+        path
+    };
+    let mut functions = read_yaml(&example("functions.yaml"));
+    functions["metadata"]["annotations"]["render.crossplane.io/runtime-development-target"] =
+        json!(function.address.to_string());
+    let mut cmd = Command::new(tool("xp-render"));
+    cmd.arg("--crossplane")
+        .arg(tool("crossplane"))
+        .arg("--xrd")
+        .arg(example("xrd.yaml"));
+    if !observed.is_empty() {
+        cmd.arg("--observed-resources")
+            .arg(write("observed.yaml", observed));
+    }
+    if !required.is_empty() {
+        cmd.arg("--required-resources")
+            .arg(write("required.yaml", required));
+    }
+    let out = cmd
+        .arg(write("xr.yaml", std::slice::from_ref(xr)))
+        .arg(example("composition.yaml"))
+        .arg(write("functions.yaml", &[functions]))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run xp-render");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let output = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "xp-render printed no JSON ({e}), exit {:?}:\n{stderr}\nfunction log:\n{}",
+            out.status.code(),
+            function.log_text()
+        )
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    Rendered {
+        code: out.status.code().unwrap_or(-1),
+        output,
+        stderr,
+    }
+}
+
+fn example_xr() -> Value {
+    read_yaml(&example("xr.yaml"))
+}
+
+/// Renders `xr` with nothing observed: what Crossplane creates first. Fails the test unless the
+/// render succeeded.
+fn first_render(function: &Function, xr: &Value) -> Rendered {
+    let r = render(function, xr, &[], &[]);
+    assert_eq!(r.code, 0, "render failed:\n{}", r.stderr);
+    r
+}
+
+/// The composed Tenant as the API server would hold it in `phase`: its spec as composed, the
+/// generation, finalizers, deletion and status of the Tenant captured in that phase.
+fn observed_in(composed: &Value, phase: &str) -> Value {
+    let path = repo().join(format!("examples/health/testdata/{phase}.json"));
+    let captured: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut t = composed.clone();
+    for field in ["generation", "finalizers", "deletionTimestamp"] {
+        if let Some(v) = captured["metadata"].get(field) {
+            t["metadata"][field] = v.clone();
+        }
+    }
+    t["metadata"]["uid"] = json!(format!("0000-{phase}"));
+    t["metadata"]["resourceVersion"] = json!("1");
+    match captured.get("status") {
+        Some(status) => t["status"] = status.clone(),
+        None => {
+            t.as_object_mut().unwrap().remove("status");
+        }
+    }
+    t
+}
+
+/// The Secret the operator writes for `tenant` (reconcile::connection), as Crossplane reads it.
+fn connection_secret(tenant: &Value) -> Value {
+    let tenant: Tenant = serde_json::from_value(tenant.clone()).expect("a Tenant");
+    let target: SecretReference = tenant
+        .spec
+        .write_connection_secret_to_ref
+        .clone()
+        .expect("the composed Tenant has spec.writeConnectionSecretToRef");
+    let secret = connection::desired(&tenant, &target, ByteString(KUBECONFIG.into()));
+    let mut v = serde_json::to_value(secret).unwrap();
+    v["apiVersion"] = json!("v1");
+    v["kind"] = json!("Secret");
+    v
+}
+
+#[test]
+fn xr_readiness_follows_the_tenant_in_every_phase() {
+    let function = Function::start();
+    let xr = example_xr();
+    let first = first_render(&function, &xr);
+    let composed = first.tenant().clone();
+    // Nothing observed yet: the XR waits for its Tenant.
+    assert_eq!(first.xr_condition("Ready").0, "False", "{:#}", first.xr());
+
+    // phase -> (XR Ready, its reason, the Tenant phase on the XR, XR connection Secret's kubeconfig)
+    let mut rows = Vec::new();
+    for phase in PHASES {
+        let observed = observed_in(&composed, phase);
+        let required = if WITH_SECRET.contains(&phase) {
+            vec![connection_secret(&observed)]
+        } else {
+            vec![]
+        };
+        let r = render(&function, &xr, &[observed], &required);
+        assert_eq!(
+            r.code,
+            0,
+            "{phase}: render failed:\n{}\nfunction log:\n{}",
+            r.stderr,
+            function.log_text()
+        );
+        assert_eq!(
+            r.xr_condition("Synced").0,
+            "True",
+            "{phase}: XR not Synced: {:#}",
+            r.xr()
+        );
+        let (ready, reason) = r.xr_condition("Ready");
+        let tenant_phase = r
+            .xr()
+            .pointer("/status/tenant/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_owned();
+        let secret = r
+            .composed("Secret")
+            .map(|s| {
+                let name = format!(
+                    "{}/{}",
+                    s["metadata"]["namespace"].as_str().unwrap_or_default(),
+                    s["metadata"]["name"].as_str().unwrap_or_default()
+                );
+                let kubeconfig: Option<ByteString> =
+                    serde_json::from_value(s["data"]["kubeconfig"].clone()).ok();
+                let same = kubeconfig.is_some_and(|k| k.0 == KUBECONFIG.as_bytes());
+                format!("{name}{}", if same { "" } else { " (kubeconfig differs)" })
+            })
+            .unwrap_or_else(|| "-".into());
+        rows.push((phase, ready, reason, tenant_phase, secret));
+    }
+
+    println!(
+        "{:<13} {:<9} {:<10} {:<13} XR connection Secret",
+        "Tenant", "XR Ready", "reason", "status.tenant"
+    );
+    for (phase, ready, reason, tenant_phase, secret) in &rows {
+        println!("{phase:<13} {ready:<9} {reason:<10} {tenant_phase:<13} {secret}");
+    }
+
+    // Ready follows the Tenant's Ready condition. A Tenant that was Ready keeps Ready=True while
+    // a change waits (updated: not yet seen; paused: held), so the XR stays Ready then too:
+    // Crossplane's readiness checks compare a condition, not its observedGeneration.
+    let expected = [
+        ("new", "False"),
+        ("provisioning", "False"),
+        ("ready", "True"),
+        ("updated", "True"),
+        ("failed", "False"),
+        ("paused", "True"),
+        ("deleting", "False"),
+    ];
+    let xr_secret = {
+        let r = &xr["spec"]["writeConnectionSecretToRef"];
+        format!(
+            "{}/{}",
+            r["namespace"].as_str().unwrap(),
+            r["name"].as_str().unwrap()
+        )
+    };
+    let mut wrong = Vec::new();
+    for ((phase, want), (_, ready, reason, _, secret)) in expected.iter().zip(&rows) {
+        if ready != want {
+            wrong.push(format!(
+                "{phase}: XR Ready={ready} ({reason}), expected {want}"
+            ));
+        }
+        let want_secret = if WITH_SECRET.contains(phase) {
+            xr_secret.as_str()
+        } else {
+            "-"
+        };
+        if secret != want_secret {
+            wrong.push(format!(
+                "{phase}: XR connection Secret {secret}, expected {want_secret}"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "unexpected verdicts:\n{}",
+        wrong.join("\n")
+    );
+    // What the Tenant reports reaches the XR.
+    let ready_row = &rows[2];
+    assert_eq!(ready_row.3, "Ready");
+}
+
+/// `kubectl apply --server-side --dry-run=server` of `tenant` with strict field validation,
+/// as `as_user` when given; returns the object the API server would store, or its refusal.
+fn dry_run_apply(env: &Env, tenant: &Value, as_user: Option<&str>) -> Result<Value, String> {
+    let mut args = vec![
+        "apply",
+        "--server-side",
+        "--field-manager=apiextensions.crossplane.io/composed",
+        "--dry-run=server",
+        "--validate=strict",
+        "-o",
+        "json",
+        "-f",
+        "-",
+    ];
+    if let Some(user) = as_user {
+        args.extend(["--as", user]);
+    }
+    let out = env.kubectl(&args, Some(&tenant.to_string()));
+    if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).expect("kubectl -o json"))
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Every leaf of `want` is in `got` with the same value.
+fn contains(got: &Value, want: &Value, path: &str, missing: &mut Vec<String>) {
+    match want {
+        Value::Object(m) => {
+            for (k, v) in m {
+                contains(&got[k], v, &format!("{path}.{k}"), missing);
+            }
+        }
+        _ if got != want => missing.push(format!("{path}: composed {want}, stored {got}")),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_composed_tenant_passes_the_crds_validation() {
+    let env = Env::get();
+    let function = Function::start();
+    let xr = example_xr();
+    let tenant = first_render(&function, &xr).tenant().clone();
+
+    // The installed CRD accepts it and keeps every field (an unknown one would be refused by
+    // the strict validation; a pruned one would be missing from what the server stores).
+    let stored = dry_run_apply(&env, &tenant, None)
+        .unwrap_or_else(|e| panic!("the API server refuses the composed Tenant: {e}\n{tenant:#}"));
+    let mut missing = Vec::new();
+    contains(&stored["spec"], &tenant["spec"], "spec", &mut missing);
+    assert!(missing.is_empty(), "fields lost: {missing:?}");
+    println!("composed Tenant accepted by the CRD (server-side dry run): {stored:#}");
+
+    // The Tenant carries the XR's fields.
+    let spec = &xr["spec"];
+    assert_eq!(tenant["metadata"]["name"], xr["metadata"]["name"]);
+    assert_eq!(tenant["spec"]["owner"], spec["owner"]);
+    for q in ["cpu", "memory", "storage"] {
+        assert_eq!(
+            tenant["spec"]["resources"][q], spec[q],
+            "spec.resources.{q}"
+        );
+    }
+    assert_eq!(
+        tenant["spec"]["writeConnectionSecretToRef"],
+        json!({
+            "name": format!("{}-tenant-connection", xr["metadata"]["name"].as_str().unwrap()),
+            "namespace": spec["writeConnectionSecretToRef"]["namespace"],
+        })
+    );
+
+    // Bad XR input reaches the API server, which refuses it with the CRD's messages.
+    let cases = [
+        ("cpu", json!("0"), "must be greater than zero"),
+        ("memory", json!("lots"), "must be a Kubernetes quantity"),
+        ("owner", json!("alice"), "must be an email address"),
+    ];
+    for (field, value, message) in cases {
+        let mut bad = xr.clone();
+        bad["spec"][field] = value.clone();
+        let tenant = first_render(&function, &bad).tenant().clone();
+        let refusal = dry_run_apply(&env, &tenant, None)
+            .err()
+            .unwrap_or_else(|| panic!("a Tenant with {field}={value} was accepted"));
+        assert!(
+            refusal.contains(message),
+            "{field}={value}: refused without \"{message}\": {refusal}"
+        );
+        println!("{field}={value}: refused: {}", refusal.trim());
+    }
+    let mut long = xr.clone();
+    long["metadata"]["name"] = json!("a".repeat(46));
+    let tenant = first_render(&function, &long).tenant().clone();
+    let refusal = dry_run_apply(&env, &tenant, None).expect_err("a 46-character Tenant name");
+    assert!(refusal.contains("at most 45 characters"), "{refusal}");
+}
+
+const TEST_NS: &str = "kubespaces-test-crossplane";
+const AGGREGATE: &str = "kubespaces-test:crossplane";
+const CHART_ROLE: &str = "kubespaces:crossplane";
+const VERBS: [&str; 7] = [
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// A ClusterRole aggregating every ClusterRole with Crossplane's label, as Crossplane's chart
+/// installs it, bound to a ServiceAccount that stands for Crossplane.
+fn crossplane_stand_in() -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: {TEST_NS}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: crossplane
+  namespace: {TEST_NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {AGGREGATE}
+aggregationRule:
+  clusterRoleSelectors:
+    - matchLabels:
+        rbac.crossplane.io/aggregate-to-crossplane: "true"
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {AGGREGATE}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {AGGREGATE}
+subjects:
+  - kind: ServiceAccount
+    name: crossplane
+    namespace: {TEST_NS}
+"#
+    )
+}
+
+fn can_i(env: &Env, user: &str, verb: &str, resource: &str, subresource: &str) -> bool {
+    let sub = format!("--subresource={subresource}");
+    let out = env.kubectl(&["auth", "can-i", verb, resource, &sub, "--as", user], None);
+    String::from_utf8_lossy(&out.stdout).trim() == "yes"
+}
+
+#[tokio::test]
+async fn crossplane_may_manage_tenants_through_the_aggregated_clusterrole() {
+    let env = Env::get();
+    // The chart's role: Crossplane's label, Tenants, the seven verbs, nothing else.
+    let role: Value = serde_json::from_str(
+        &env.kubectl_ok(&["get", "clusterrole", CHART_ROLE, "-o", "json"], None),
+    )
+    .unwrap();
+    assert_eq!(
+        role["metadata"]["labels"]["rbac.crossplane.io/aggregate-to-crossplane"], "true",
+        "{CHART_ROLE} lacks Crossplane's aggregation label"
+    );
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": ["kubespaces.io"], "resources": ["tenants"], "verbs": VERBS}]),
+        "{CHART_ROLE}'s rules"
+    );
+
+    env.apply(&crossplane_stand_in());
+    // kube-controller-manager's aggregation controller copies the labelled roles' rules in.
+    wait_for(
+        "the chart's rules aggregated into the Crossplane stand-in role",
+        Duration::from_secs(60),
+        || async {
+            let r: Value = serde_json::from_str(
+                &env.kubectl_ok(&["get", "clusterrole", AGGREGATE, "-o", "json"], None),
+            )
+            .ok()?;
+            r["rules"]
+                .as_array()?
+                .iter()
+                .any(|rule| rule["resources"] == json!(["tenants"]))
+                .then_some(())
+        },
+    )
+    .await;
+
+    let sa = format!("system:serviceaccount:{TEST_NS}:crossplane");
+    for verb in VERBS {
+        assert!(
+            can_i(&env, &sa, verb, "tenants.kubespaces.io", ""),
+            "Crossplane may not {verb} tenants"
+        );
+    }
+    // Crossplane never writes a Tenant's status: the operator does.
+    assert!(!can_i(
+        &env,
+        &sa,
+        "update",
+        "tenants.kubespaces.io",
+        "status"
+    ));
+
+    // Crossplane's identity may apply the Tenant the composition makes.
+    let function = Function::start();
+    let tenant = first_render(&function, &example_xr()).tenant().clone();
+    dry_run_apply(&env, &tenant, Some(&sa))
+        .unwrap_or_else(|e| panic!("Crossplane may not apply the composed Tenant: {e}"));
+
+    for (kind, name) in [
+        ("clusterrolebinding", AGGREGATE),
+        ("clusterrole", AGGREGATE),
+        ("namespace", TEST_NS),
+    ] {
+        // Waits until each is gone: a next run must not find the namespace terminating.
+        env.kubectl_ok(&["delete", kind, name], None);
+    }
+}
