@@ -13,6 +13,10 @@
 //! - `the_composed_tenant_passes_the_crds_validation`: the Tenant the composition makes is
 //!   accepted by the installed CRD (server-side apply, dry run, strict field validation), keeps
 //!   every field, and bad XR input is refused by the API server with the CRD's messages.
+//! - `a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_secret`: the composed
+//!   Tenant, applied to the cluster, is made Ready by a real operator, which writes its
+//!   connection Secret; rendering with those live objects observed makes the XR Ready and gives
+//!   it the kubeconfig.
 //! - `crossplane_may_manage_tenants_through_the_aggregated_clusterrole`: the chart's ClusterRole
 //!   is aggregated into a role selecting Crossplane's label, and whoever holds that role may
 //!   do what Crossplane does with Tenants, and no more.
@@ -26,9 +30,22 @@ use std::{
 };
 
 use k8s_openapi::ByteString;
-use kubespaces_acceptance::{Env, wait_for};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api,
+    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
+};
+use kubespaces_acceptance::{
+    Env,
+    operator::{
+        OperatorProcess, SHARD_LABEL, bind_connection_secrets, least_privileged_kubeconfig,
+    },
+    wait_for, wait_gone, wait_ready,
+};
 use kubespaces_operator::{
     api::{SecretReference, Tenant},
+    conditions::CONNECTION_SECRET_READY,
+    names,
     reconcile::connection,
 };
 use serde_json::{Value, json};
@@ -613,4 +630,148 @@ async fn crossplane_may_manage_tenants_through_the_aggregated_clusterrole() {
         // Waits until each is gone: a next run must not find the namespace terminating.
         env.kubectl_ok(&["delete", kind, name], None);
     }
+}
+
+const LIVE_SHARD: &str = "crossplane";
+const LIVE_NS: &str = "kubespaces-test-crossplane-secrets";
+
+#[tokio::test]
+async fn a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_secret() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    env.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {LIVE_NS}\n"
+    ));
+    // An operator of its own, allowed to write connection Secrets in LIVE_NS (as the chart's
+    // tenants.connectionSecretNamespaces does it).
+    let kubeconfig = least_privileged_kubeconfig(&client, None).await;
+    bind_connection_secrets(&client, &kubeconfig, LIVE_NS).await;
+    let _operator = OperatorProcess::start_as(
+        env.operator_bin(),
+        LIVE_SHARD,
+        &["--connection-secret-namespaces", LIVE_NS],
+        Some(kubeconfig.path.clone()),
+    )
+    .await;
+
+    let function = Function::start();
+    let mut xr = example_xr();
+    let name = "xp-live";
+    xr["metadata"]["name"] = json!(name);
+    xr["spec"]["writeConnectionSecretToRef"] =
+        json!({"name": format!("{name}-kubeconfig"), "namespace": LIVE_NS});
+    let _ = tenants.delete(name, &DeleteParams::default()).await;
+    wait_gone(&tenants, name, Duration::from_secs(60)).await;
+
+    // What Crossplane would apply, for this test's operator. Without the owner reference: the
+    // XR it names does not exist here (Crossplane is not installed), and the garbage collector
+    // must not take the Tenant for an orphan.
+    let mut tenant = first_render(&function, &xr).tenant().clone();
+    tenant["metadata"]["labels"][SHARD_LABEL] = json!(LIVE_SHARD);
+    tenant["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    env.kubectl_ok(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=apiextensions.crossplane.io/composed",
+            "-f",
+            "-",
+        ],
+        Some(&tenant.to_string()),
+    );
+    wait_ready(&tenants, name, Duration::from_secs(90)).await;
+
+    // The tenant control plane publishes its kubeconfig (here the test does, in its place), and
+    // a reconcile is requested (the operator does not watch Secrets): the operator copies it.
+    let kubeconfig_text = b"apiVersion: v1\nkind: Config\n# xp-live\n";
+    let source = Secret {
+        metadata: ObjectMeta {
+            name: Some("tenant-kubeconfig".into()),
+            namespace: Some(names::namespace(name)),
+            ..ObjectMeta::default()
+        },
+        data: Some([("config".to_owned(), ByteString(kubeconfig_text.to_vec()))].into()),
+        ..Secret::default()
+    };
+    Api::<Secret>::namespaced(client.clone(), &names::namespace(name))
+        .create(&PostParams::default(), &source)
+        .await
+        .expect("the tenant kubeconfig");
+    tenants
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": {
+                "reconcile.fluxcd.io/requestedAt": "crossplane"}}})),
+        )
+        .await
+        .expect("request a reconcile");
+    wait_for(
+        "ConnectionSecretReady Written",
+        Duration::from_secs(60),
+        || async {
+            let t = tenants.get_opt(name).await.ok().flatten()?;
+            t.condition(CONNECTION_SECRET_READY)
+                .filter(|c| c.reason == "Written")
+                .map(|_| ())
+        },
+    )
+    .await;
+
+    // Render with the live Tenant and its connection Secret as Crossplane would observe them.
+    let live: Value =
+        serde_json::from_str(&env.kubectl_ok(&["get", "tenant", name, "-o", "json"], None))
+            .unwrap();
+    let target = &tenant["spec"]["writeConnectionSecretToRef"];
+    let secret: Value = serde_json::from_str(&env.kubectl_ok(
+        &[
+            "get",
+            "secret",
+            "-n",
+            target["namespace"].as_str().unwrap(),
+            target["name"].as_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        None,
+    ))
+    .unwrap();
+    let r = render(&function, &xr, &[live], &[secret]);
+    assert_eq!(r.code, 0, "render failed:\n{}", r.stderr);
+    assert_eq!(
+        r.xr_condition("Ready"),
+        ("True".to_owned(), "Available".to_owned()),
+        "{:#}",
+        r.xr()
+    );
+    assert_eq!(r.xr()["status"]["tenant"]["phase"], "Ready");
+    assert_eq!(
+        r.xr()["status"]["tenant"]["namespace"],
+        json!(names::namespace(name))
+    );
+    let xr_secret = r.composed("Secret").expect("the XR's connection Secret");
+    assert_eq!(
+        (
+            &xr_secret["metadata"]["namespace"],
+            &xr_secret["metadata"]["name"]
+        ),
+        (&json!(LIVE_NS), &json!(format!("{name}-kubeconfig")))
+    );
+    let copied: ByteString =
+        serde_json::from_value(xr_secret["data"]["kubeconfig"].clone()).expect("data.kubeconfig");
+    assert_eq!(copied.0, kubeconfig_text);
+    println!(
+        "live Tenant {name}: XR Ready=True, status.tenant={}, connection Secret {LIVE_NS}/{name}-kubeconfig with the tenant kubeconfig",
+        r.xr()["status"]["tenant"]
+    );
+
+    tenants
+        .delete(name, &DeleteParams::default())
+        .await
+        .expect("delete the tenant");
+    wait_gone(&tenants, name, Duration::from_secs(90)).await;
 }
