@@ -60,10 +60,7 @@ impl Error {
 /// response: this text ends up in conditions, Events and Terraform diagnostics that people read.
 pub fn describe(error: &kube::Error) -> String {
     match error {
-        kube::Error::Api(status) => format!(
-            "{} (HTTP {} {})",
-            status.message, status.code, status.reason
-        ),
+        kube::Error::Api(status) => kubespaces_api::status::describe(status),
         other => other.to_string(),
     }
 }

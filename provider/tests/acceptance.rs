@@ -37,7 +37,7 @@ use cluster::{
 };
 use kube::Api;
 use kubespaces_acceptance::wait_gone;
-use kubespaces_operator::{conditions, names};
+use kubespaces_api::{conditions, names};
 use workspace::{Workspace, collapsed};
 
 fn tenant_tf(name: &str, cpu: &str) -> String {

@@ -1,8 +1,8 @@
 //! Conversions between Terraform values and the shared `Tenant` type. Pure: no I/O.
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kubespaces_operator::api::{DeletionPolicy, Tenant, TenantResources, TenantSpec};
-use kubespaces_operator::{names, quantity};
+use kubespaces_api::api::{DeletionPolicy, Tenant, TenantResources, TenantSpec};
+use kubespaces_api::{names, quantity};
 
 use super::schema::DEFAULT_WAIT_FOR_READY;
 use crate::value::Value;

@@ -1,5 +1,5 @@
 use super::*;
-use kubespaces_operator::api::{TenantEndpoints, TenantStatus};
+use kubespaces_api::api::{TenantEndpoints, TenantStatus};
 
 fn planned() -> Value {
     crate::tenant::fixtures::planned_state(&[

@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use kubespaces_operator::api::Tenant;
-use kubespaces_operator::conditions::{self, Phase};
+use kubespaces_api::api::Tenant;
+use kubespaces_api::conditions::{self, Phase};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kubespaces_operator::api::{TenantSpec, TenantStatus};
+use kubespaces_api::api::{TenantSpec, TenantStatus};
 
 use super::*;
 

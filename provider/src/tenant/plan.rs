@@ -19,8 +19,8 @@
 use crate::diag::AttrPath;
 use crate::value::Value;
 
-use kubespaces_operator::api::DeletionPolicy;
-use kubespaces_operator::{names, quantity};
+use kubespaces_api::api::DeletionPolicy;
+use kubespaces_api::{names, quantity};
 
 use super::model::policy_name;
 use super::schema::{DEFAULT_WAIT_FOR_READY, spec_changed};

@@ -2,7 +2,7 @@
 //! admission rules (operator `api::schema` and `names`) so a plan fails where
 //! `kubectl apply` would, with the same advice, but before anything is created.
 
-use kubespaces_operator::{names, quantity};
+use kubespaces_api::{names, quantity};
 
 pub fn tenant_name(name: &str) -> Result<(), String> {
     let max = names::MAX_TENANT_NAME_LEN;

@@ -3,13 +3,22 @@
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kubespaces_operator::api::{KUBECONFIG_SECRET_KEY, SecretReference, Tenant, TenantSpec};
+use kubespaces_api::api::{KUBECONFIG_SECRET_KEY, SecretReference, Tenant, TenantSpec};
 
 use super::model;
 
+/// The API server's own words for a refused request (as the operator puts it in conditions),
+/// without kube's debug dump of the response.
+fn describe(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => kubespaces_api::status::describe(status),
+        other => other.to_string(),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{}", kubespaces_operator::error::describe(.0))]
+    #[error("{}", describe(.0))]
     Api(#[from] kube::Error),
     #[error(
         "This API server does not serve the Tenant API (kubespaces.io/v1alpha1, tenants). Is \
@@ -40,9 +49,7 @@ impl StoreError {
     /// that names no object) from everything else.
     fn from_tenant_request(error: kube::Error) -> Self {
         match &error {
-            kube::Error::Api(s) if s.code == 404 => {
-                StoreError::NotServed(kubespaces_operator::error::describe(&error))
-            }
+            kube::Error::Api(s) if s.code == 404 => StoreError::NotServed(describe(&error)),
             _ => StoreError::Api(error),
         }
     }
@@ -235,7 +242,7 @@ mod tests {
             "team-atlas",
             TenantSpec::new("alice@example.com", "1", "1Gi", None),
         );
-        t.status = Some(kubespaces_operator::api::TenantStatus {
+        t.status = Some(kubespaces_api::api::TenantStatus {
             kubeconfig_secret_ref: Some(SecretReference {
                 name: name.into(),
                 namespace: namespace.into(),

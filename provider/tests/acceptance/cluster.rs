@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kubespaces_acceptance::{wait_for, wait_gone};
-use kubespaces_operator::api::Tenant;
-use kubespaces_operator::names;
+use kubespaces_api::api::Tenant;
+use kubespaces_api::names;
 
 /// The bound on every wait of these tests.
 pub const WAIT: Duration = Duration::from_secs(60);

@@ -9,10 +9,10 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use kubespaces_operator::api::{
+use kubespaces_api::api::{
     KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, SecretReference, Tenant, TenantEndpoints,
 };
-use kubespaces_operator::names;
+use kubespaces_api::names;
 
 pub const FIELD_MANAGER: &str = "kubespaces-acceptance-control-plane-stand-in";
 /// The bearer token in the kubeconfig the stand-in publishes.

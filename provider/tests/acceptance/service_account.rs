@@ -80,14 +80,14 @@ impl TenantManager {
     /// like the identity, which go with the namespace).
     pub async fn allow_kubeconfig(&self, tenant: &str) {
         let client = kube::Client::try_default().await.unwrap();
-        let namespace = kubespaces_operator::names::namespace(tenant);
+        let namespace = kubespaces_api::names::namespace(tenant);
         let pp = PostParams::default();
         let role: Role = object(serde_json::json!({
             "metadata": {"name": self.name},
             "rules": [{
                 "apiGroups": [""],
                 "resources": ["secrets"],
-                "resourceNames": [kubespaces_operator::api::KUBECONFIG_SECRET],
+                "resourceNames": [kubespaces_api::api::KUBECONFIG_SECRET],
                 "verbs": ["get"],
             }],
         }));

@@ -27,7 +27,7 @@ pub fn field_reference() -> String {
     let mut page = format!(
         "# Tenant field reference\n\n\
          `apiVersion: {}/{}`, `kind: {}`, cluster-scoped (short name `{}`). Generated from the CRD \
-         schema by `KUBESPACES_UPDATE_MANIFESTS=1 cargo test -p kubespaces-operator reference`; \
+         schema by `KUBESPACES_UPDATE_MANIFESTS=1 cargo test -p kubespaces-api reference`; \
          do not edit. Each rule below is checked by the API server when a Tenant is applied, and \
          its message is what you see when it refuses one.\n",
         crd["spec"]["group"].as_str().unwrap_or_default(),
@@ -182,7 +182,7 @@ mod tests {
     /// `KUBESPACES_UPDATE_MANIFESTS=1` to rewrite it.
     #[test]
     fn the_committed_field_reference_matches_the_crd() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/tenant.md");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reference/tenant.md");
         let generated = field_reference();
         if std::env::var_os("KUBESPACES_UPDATE_MANIFESTS").is_some() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -191,7 +191,7 @@ mod tests {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == generated,
-            "{} is stale; regenerate with `KUBESPACES_UPDATE_MANIFESTS=1 cargo test -p kubespaces-operator reference`",
+            "{} is stale; regenerate with `KUBESPACES_UPDATE_MANIFESTS=1 cargo test -p kubespaces-api reference`",
             path.display()
         );
     }
