@@ -4,7 +4,8 @@
 #   control plane  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok
 #   node           kubelet, kube-proxy (same k8s build), containerd + shim + ctr, CoreDNS (only
 #                  the plugins cluster DNS needs), kube-router (NetworkPolicy), mkimage + pause
-#                  (the harness's image builder and the pod sandbox's pause process)
+#                  (the harness's image builder and the pod sandbox's pause process),
+#                  local-path-provisioner (dynamic volumes)
 # Also assembles kwok's stage file (kwok-stages.yaml) from the pinned kwok module: the kwok binary
 # has no built-in stages.
 # Prints the directory holding everything (a directory of symlinks) on stdout; logs go to stderr.
@@ -13,6 +14,8 @@
 # Usage: build-tools.sh [--with EXTRA]... [--all]
 # Extras are built (and cached the same way) only when asked for, and symlinked next to the
 # control-plane binaries:
+#   vcluster       the vCluster OSS syncer (acceptance/tools/vcluster) and kine (acceptance/tools/kine),
+#                  for the images a vCluster runs from (images.sh vcluster)
 #   tofu           OpenTofu (acceptance/tools/tofu), for the provider's acceptance tests
 #   tf-kubectl     gavinbunney/terraform-provider-kubectl (acceptance/tools/tf-kubectl), the Go
 #                  provider the provider benchmark compares against (run-provider-bench.sh)
@@ -30,8 +33,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(tofu tf-kubectl helm health-check crossplane); shift ;;
-    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check|crossplane]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(tofu tf-kubectl helm health-check crossplane vcluster); shift ;;
+    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check|crossplane|vcluster]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -117,6 +120,10 @@ KROUTER_DIR=$(build_cached kube-router "$KROUTER_V" "$TOOLS/kube-router" \
   "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KROUTER_V" \
   github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
 IMAGES_DIR=$(build_cached mkimage "$GGCR_V" "$TOOLS/images" "-s -w" ./mkimage ./pause)
+# Dynamic volumes on the real node (PVCs of the default StorageClass local-path).
+LPP_V=$(modversion github.com/rancher/local-path-provisioner "$TOOLS/local-path")
+LPP_DIR=$(build_cached local-path "$LPP_V" "$TOOLS/local-path" "-s -w -X main.VERSION=$LPP_V" \
+  github.com/rancher/local-path-provisioner)
 
 # kwok's stages, from the same pinned module as the binary (kept next to it in the cache):
 # node initialize + lease heartbeat (kwokctl's defaults), fast pod ready/complete/delete, and the
@@ -140,13 +147,14 @@ fi
 # swaps binaries under a cluster that is running from an older combination.
 # (Older versions of this script put the symlinks straight into $CACHE/bin: drop those.)
 find "$CACHE/bin" -maxdepth 1 -type l -delete 2>/dev/null || true
-NODE_DIRS="$CONTAINERD_DIR $COREDNS_DIR $KROUTER_DIR $IMAGES_DIR"
+NODE_DIRS="$CONTAINERD_DIR $COREDNS_DIR $KROUTER_DIR $IMAGES_DIR $LPP_DIR"
 BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR $NODE_DIRS" | sha256sum | cut -c1-12)"
 mkdir -p "$BIN"
 for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"/kube-scheduler \
          "$K8S_DIR"/kubectl "$K8S_DIR"/kubelet "$K8S_DIR"/kube-proxy "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$STAGES" \
          "$CONTAINERD_DIR"/containerd "$CONTAINERD_DIR"/containerd-shim-runc-v2 "$CONTAINERD_DIR"/ctr \
-         "$COREDNS_DIR"/coredns "$KROUTER_DIR"/kube-router "$IMAGES_DIR"/mkimage "$IMAGES_DIR"/pause; do
+         "$COREDNS_DIR"/coredns "$KROUTER_DIR"/kube-router "$IMAGES_DIR"/mkimage "$IMAGES_DIR"/pause \
+         "$LPP_DIR"/local-path-provisioner; do
   [ -e "$f" ] || { echo "build-tools: missing $f" >&2; exit 1; }
   ln -sfn "$f" "$BIN/$(basename "$f")"
 done
@@ -155,6 +163,19 @@ done
 # their symlinks are (re)pointed in place.
 for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
   case $extra in
+    vcluster)
+      # The vCluster OSS syncer (acceptance/tools/vcluster: its go.sum is the module's own, since
+      # some of its pins are not in the checksum database). Deliberately not version-stamped: the
+      # syncer then reports "dev", which also switches its telemetry off in the binary itself.
+      VC_V=$(modversion github.com/loft-sh/vcluster "$TOOLS/vcluster")
+      dir=$(build_cached vcluster "$VC_V" "$TOOLS/vcluster" "-s -w" github.com/loft-sh/vcluster/cmd/vcluster)
+      ln -sfn "$dir/vcluster" "$BIN/vcluster"
+      # kine, the etcd shim in front of SQLite that vCluster's embedded store runs (/binaries/kine).
+      # Without cgo it uses the pure-Go modernc SQLite; no build tags: the NATS driver is not needed.
+      KINE_V=$(modversion github.com/k3s-io/kine "$TOOLS/kine")
+      dir=$(build_cached kine "$KINE_V" "$TOOLS/kine" \
+        "-s -w -X github.com/k3s-io/kine/pkg/version.Version=$KINE_V" github.com/k3s-io/kine)
+      ln -sfn "$dir/kine" "$BIN/kine" ;;
     tofu)
       TOFU_V=$(modversion github.com/opentofu/opentofu "$TOOLS/tofu")
       # version.dev=no: report the release (1.12.6), not 1.12.6-dev.
@@ -199,7 +220,7 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       dir=$(build_cached function-pat "$PAT_V" "$TOOLS/function-pat" "-s -w" \
         github.com/crossplane-contrib/function-patch-and-transform)
       ln -sfn "$dir/function-patch-and-transform" "$BIN/function-patch-and-transform" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane)" >&2; exit 2 ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"

@@ -74,7 +74,9 @@ if [ -f "$STATE/run/etcd-data-dir" ]; then
 fi
 net_down "$STATE"
 # The node's runtime state (the image store under node/containerd/root stays: it is a cache).
-rm -rf "$STATE/node/containerd/state" "$STATE/node/runc" "$STATE/node/kubelet" "$STATE/node/cni/ipam"
+# The volumes of local-path PVCs go with the cluster (their PersistentVolumes were in etcd).
+rm -rf "$STATE/node/containerd/state" "$STATE/node/runc" "$STATE/node/kubelet" "$STATE/node/cni/ipam" \
+  "$STATE/node/local-path"
 rm -f "$STATE/run/order"
 # The env file describes a running cluster; without one it would only mislead.
 rm -f "$STATE/env"

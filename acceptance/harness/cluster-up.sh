@@ -7,8 +7,10 @@
 # Needs root (network namespace, iptables, mounts, cgroups).
 #
 # Writes STATE_DIR/kubeconfig (0600) and STATE_DIR/env (export lines for KUBECONFIG,
-# KUBESPACES_KUBECTL, KUBESPACES_BIN, KUBESPACES_STATE). Idempotent: if this STATE_DIR already has a
-# healthy cluster it only says so; leftovers of a dead one are cleaned up first.
+# KUBESPACES_KUBECTL, KUBESPACES_BIN, KUBESPACES_STATE, and KUBESPACES_STORAGE_CLASS: the default
+# StorageClass, local-path with a real node, kwok-volume on a kwok-only cluster). Idempotent: if
+# this STATE_DIR already has a healthy cluster it only says so; leftovers of a dead one are cleaned
+# up first.
 #
 # Env: KUBESPACES_BIN (skip build-tools.sh and use these binaries),
 #      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs),
@@ -344,6 +346,7 @@ provisioner: kwok.x-k8s.io/volume
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 EOF
+    env_set "$STATE/env" KUBESPACES_STORAGE_CLASS kwok-volume
   fi
 
   # One fake node, big enough for the benchmark (up to 1000 tenants, each with a control-plane pod).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# images.sh build|import STATE_DIR|operator STATE_DIR BINARY — the node's container images,
-# without a registry.
+# images.sh build|import STATE_DIR|operator STATE_DIR BINARY|vcluster STATE_DIR — the node's
+# container images, without a registry.
 #
 # build: writes each image as a docker-archive tarball with mkimage (acceptance/tools/images) from
 #   binaries the harness built or Debian installed, cached in ~/.cache/kubespaces/images/ under a
@@ -16,12 +16,19 @@
 #   (under /usr/share/kubespaces/charts), and an /etc for its user, 65532; no shell. It is also tagged with
 #   the operator's version (the chart's appVersion), which the chart's default values name. Older
 #   operator images are removed from the node.
+# vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
+#   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
 #
 # The names are the ones manifests use, with imagePullPolicy IfNotPresent:
 #   localhost/kubespaces/pause:1        the pod sandbox (own pause program)
 #   localhost/kubespaces/busybox:<v>    Debian's static busybox, for tests and debugging
 #   localhost/kubespaces/coredns:<v>    cluster DNS (CoreDNS built with the plugins it needs)
 #   localhost/kubespaces/kubectl:<v>    busybox + kubectl, for tests of in-cluster API access
+#   localhost/kubespaces/local-path-provisioner:<v>  dynamic volumes (manifests/local-path)
+#   localhost/kubespaces/vcluster:<v>   the vCluster syncer, /vcluster start (only with `vcluster`)
+#   localhost/kubespaces/kubernetes:<v> busybox + /kubernetes/{kube-apiserver,kube-controller-manager,
+#                                       kube-scheduler,kine}, which the vCluster chart's init
+#                                       container copies to /binaries (only with `vcluster`)
 #   localhost/kubespaces/operator:<t>   the operator (only with `operator`)
 # To add an image: a rootfs_NAME function and a line in IMAGES below (see docs/development.md).
 set -euo pipefail
@@ -29,7 +36,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=images
 
-USAGE="usage: $0 build | import STATE_DIR | operator STATE_DIR BINARY"
+USAGE="usage: $0 build | import STATE_DIR | operator STATE_DIR BINARY | vcluster STATE_DIR"
 [ $# -ge 1 ] || die "$USAGE"
 BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh")}
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
@@ -50,6 +57,12 @@ IMAGES=(
   "coredns v$COREDNS_V [\"/coredns\"] -"
   "kubectl $KUBECTL_V [\"/usr/local/bin/kubectl\"] -"
 )
+# The provisioner (node-up.sh needs it): absent only from binary dirs built before it was added,
+# which clusters started earlier still name in their env (images.sh operator must work for them).
+if [ -x "$BIN/local-path-provisioner" ]; then
+  # "local-path-provisioner version v0.0.30"
+  IMAGES+=("local-path-provisioner $("$BIN/local-path-provisioner" --version | awk '{print $NF}') - -")
+fi
 
 # A minimal /etc for any image: root and nobody, so `id` and runAsUser work.
 etc_files() {
@@ -61,6 +74,20 @@ etc_files() {
 rootfs_pause() { install -D -m755 "$BIN/pause" "$1/pause"; }
 rootfs_coredns() { etc_files "$1"; install -D -m755 "$BIN/coredns" "$1/coredns"; }
 rootfs_kubectl() { rootfs_busybox "$1"; install -D -m755 "$BIN/kubectl" "$1/usr/local/bin/kubectl"; }
+# The provisioner runs as `local-path-provisioner start ...` (its Deployment's command), off PATH.
+rootfs_local-path-provisioner() {
+  etc_files "$1"; install -D -m755 "$BIN/local-path-provisioner" "$1/usr/local/bin/local-path-provisioner"
+}
+# The vCluster images: the syncer on busybox (as upstream's is on alpine: a shell for debugging), and
+# the binaries its chart's init container copies with `cp -r /kubernetes/. /binaries/`.
+rootfs_vcluster() { rootfs_busybox "$1"; install -D -m755 "$BIN/vcluster" "$1/vcluster"; }
+rootfs_kubernetes() {
+  local b
+  rootfs_busybox "$1"
+  for b in kube-apiserver kube-controller-manager kube-scheduler kine; do
+    install -D -m755 "$BIN/$b" "$1/kubernetes/$b"
+  done
+}
 rootfs_busybox() {
   local applet
   etc_files "$1"
@@ -150,6 +177,16 @@ build_all() {
   done
 }
 
+# build_vcluster: the vCluster images, tagged with the pinned syncer version (the binary itself
+# says "dev", see build-tools.sh) and the Kubernetes version.
+build_vcluster() {
+  local vc_v
+  vc_v=$(awk '{ m = $1; v = $2 } $1 == "require" { m = $2; v = $3 }
+               m == "github.com/loft-sh/vcluster" { print v; exit }' "$REPO_ROOT/acceptance/tools/vcluster/go.mod")
+  build_image vcluster "$vc_v" '["/vcluster","start"]' -
+  build_image kubernetes "$KUBECTL_V" - -
+}
+
 # import_images STATE: imports the images of the "NAME TAG TARBALL ID" lines on stdin into the
 # containerd of the cluster in STATE, unless it holds that ID under that name already (recorded
 # in the image store, which outlives clusters of the same state dir); echoes the lines.
@@ -182,6 +219,17 @@ import_images() {
 
 case $1 in
   build) build_all ;;
+  vcluster)
+    [ $# -eq 2 ] || die "$USAGE"
+    for b in vcluster kine; do
+      [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with vcluster"
+    done
+    # Built first, so that a failed build (e.g. a full disk) stops here instead of importing nothing.
+    shopt -s inherit_errexit
+    lines=$(build_vcluster)
+    [ "$(grep -c . <<<"$lines")" -eq 2 ] || die "building the vCluster images gave no images"
+    import_images "$2" <<<"$lines"
+    ;;
   import)
     [ $# -eq 2 ] || die "$USAGE"
     import_images "$2" < <(build_all)

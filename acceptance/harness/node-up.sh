@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # node-up.sh STATE_DIR — the real node of the cluster in STATE_DIR, run by cluster-up.sh once the
 # control plane answers: containerd (+ runc, CNI bridge), the images (images.sh), the kubelet,
-# kube-proxy (iptables), kube-router (NetworkPolicy only) and CoreDNS. All in the cluster's network
-# namespace (node-lib.sh), with the cluster's own containerd root, cgroup root and CNI state.
+# kube-proxy (iptables), kube-router (NetworkPolicy only), CoreDNS and local-path-provisioner (the
+# default StorageClass local-path, KUBESPACES_STORAGE_CLASS in STATE/env). All in the cluster's
+# network namespace (node-lib.sh), with the cluster's own containerd root, cgroup root and CNI state.
 # Recipe and traps: shared/reference/real-node.md.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -165,7 +166,9 @@ podLogsDir: $N/pod-logs
 failSwapOn: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%}
+# Disk thresholds absolute: 1% of this machine's 252 GB filesystem (quota-limited, often < 3 GB
+# free) put the node under DiskPressure and evicted pods while gigabytes were still free.
+evictionHard: {memory.available: 100Mi, nodefs.available: 256Mi, nodefs.inodesFree: 1%, imagefs.available: 256Mi}
 serializeImagePulls: false
 maxPods: 110
 EOF
@@ -225,11 +228,25 @@ wait_for kube-proxy 60 proxy_healthy || die "kube-proxy not healthy (log: $STATE
 router_healthy() { alive kube-router; in_node curl -fsS http://127.0.0.1:20244/healthz; }
 wait_for kube-router 60 router_healthy || die "kube-router not healthy (log: $STATE/logs/kube-router.log)"
 
+# ---------------------------------------------------------------- dynamic volumes
+# local-path-provisioner and the default StorageClass local-path: a PVC gets a directory under
+# STATE/node/local-path (removed with the cluster) once its pod is scheduled. Started here, waited
+# for after CoreDNS, so the two start together.
+LPP_IMAGE=$(image_ref local-path-provisioner)
+[ -n "$LPP_IMAGE" ] || die "no local-path-provisioner image: $BIN predates it (run acceptance/harness/build-tools.sh and use its directory)"
+mkdir -p "$N/local-path"
+sed -e "s#@IMAGE@#$LPP_IMAGE#" -e "s#@HELPER_IMAGE@#$(image_ref busybox)#" -e "s#@VOLUME_DIR@#$N/local-path#" \
+  "$HARNESS_DIR/manifests/local-path/local-path.yaml" \
+  | "$K" apply --server-side --field-manager=kubespaces-harness -f - >&2
+
 # ---------------------------------------------------------------- CoreDNS
 sed -e "s#@COREDNS_IMAGE@#$(image_ref coredns)#" -e "s#@DNS_IP@#$NODE_DNS_IP#" "$HARNESS_DIR/manifests/coredns.yaml" \
   | "$K" apply --server-side --field-manager=kubespaces-harness -f - >&2
 wait_for "CoreDNS" 90 "$K" -n kube-system rollout status deployment/coredns --timeout=1s \
   || die "CoreDNS did not become available ($K -n kube-system describe pods -l k8s-app=kube-dns)"
+wait_for "local-path-provisioner" 90 "$K" -n local-path-storage rollout status deployment/local-path-provisioner --timeout=1s \
+  || die "local-path-provisioner did not become available ($K -n local-path-storage describe pods)"
+env_set "$STATE/env" KUBESPACES_STORAGE_CLASS local-path
 env_set "$STATE/env" KUBESPACES_BUSYBOX_IMAGE "$(image_ref busybox)"
 env_set "$STATE/env" KUBESPACES_KUBECTL_IMAGE "$(image_ref kubectl)"
 log "node $NODE_NAME ready: pods run (containerd $("$BIN/ctr" --address "$SOCK" version 2>/dev/null | awk '/Version:/ {print $2; exit}'))"

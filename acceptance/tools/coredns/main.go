@@ -9,6 +9,7 @@ import (
 
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/forward"
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/hosts"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
@@ -18,12 +19,16 @@ import (
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
+	_ "github.com/coredns/coredns/plugin/rewrite"
 )
 
 // The order plugins run in, a subset of CoreDNS's plugin.cfg in the same relative order.
+// rewrite and forward are for the CoreDNS a vCluster deploys inside itself: its Corefile rewrites
+// *.nodes.vcluster.com and forwards the rest to /etc/resolv.conf (the node's, which names only
+// the pod's own loopback, so nothing leaves the machine).
 var directives = []string{
 	"reload", "ready", "health", "prometheus", "errors", "log",
-	"loadbalance", "cache", "hosts", "kubernetes", "loop",
+	"loadbalance", "rewrite", "cache", "hosts", "kubernetes", "loop", "forward",
 }
 
 func main() {
