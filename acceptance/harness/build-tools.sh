@@ -4,7 +4,9 @@
 #   control plane  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok
 #   node           kubelet, kube-proxy (same k8s build), containerd + shim + ctr, CoreDNS (only
 #                  the plugins cluster DNS needs), kube-router (NetworkPolicy), mkimage + pause
-#                  (the harness's image builder and the pod sandbox's pause process),
+#                  (the harness's image builder and the pod sandbox's pause process), tlsserver
+#                  (an HTTPS backend for tests), Traefik (the platform's Gateway) and the Gateway
+#                  API standard-channel CRDs (gateway-api-crds/, from the module Traefik pins),
 #                  local-path-provisioner (dynamic volumes)
 # Also assembles kwok's stage file (kwok-stages.yaml) from the pinned kwok module: the kwok binary
 # has no built-in stages.
@@ -119,7 +121,50 @@ COREDNS_DIR=$(build_cached coredns "$COREDNS_V" "$TOOLS/coredns" "-s -w" .)
 KROUTER_DIR=$(build_cached kube-router "$KROUTER_V" "$TOOLS/kube-router" \
   "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KROUTER_V" \
   github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
-IMAGES_DIR=$(build_cached mkimage "$GGCR_V" "$TOOLS/images" "-s -w" ./mkimage ./pause)
+IMAGES_DIR=$(build_cached mkimage "$GGCR_V" "$TOOLS/images" "-s -w" ./mkimage ./pause ./tlsserver)
+
+# ---- Traefik, the platform's Gateway on the real node (acceptance/tools/traefik), built from a
+# source dir assembled in the cache: the wrapper module (upstream's replace lines, a stub for its
+# nested dynamic/ext module) and a copy of lego, Traefik's ACME library, whose registry of DNS
+# providers is replaced by lego-dns/: the Go proxy refuses the SDKs of ~15 of its 220 DNS
+# providers, and the harness never asks Traefik for DNS-01 certificates (cert-manager does).
+traefik_src() {
+  local mod="$TOOLS/traefik" lego src tmp key
+  lego=$(cd "$mod" && go mod download github.com/go-acme/lego/v5 && go list -m -f '{{.Dir}}' github.com/go-acme/lego/v5)
+  key=$( (cat "$mod/go.mod" "$mod/go.sum" "$mod"/ext/* "$mod"/lego-dns/*; echo "$lego") | sha256sum | cut -c1-12)
+  src="$CACHE/traefik/src-$key"
+  if [ ! -f "$src/.complete" ]; then
+    mkdir -p "$CACHE/traefik"
+    tmp=$(mktemp -d "$src.tmp.XXXXXX")
+    cp "$mod/go.mod" "$mod/go.sum" "$tmp/"
+    cp -r "$mod/ext" "$tmp/ext"
+    cp -r "$lego" "$tmp/lego"
+    chmod -R u+w "$tmp/lego"
+    find "$tmp/lego/providers/dns" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+    rm -f "$tmp/lego/providers/dns/"*_test.go
+    cp "$mod/lego-dns/zz_gen_dns_providers.go" "$tmp/lego/providers/dns/"
+    printf '\n// lego without its DNS providers (build-tools.sh traefik_src)\nreplace github.com/go-acme/lego/v5 => ./lego\n' >>"$tmp/go.mod"
+    touch "$tmp/.complete"
+    rm -rf "$src"; mv "$tmp" "$src"
+  fi
+  echo "$src"
+}
+TRAEFIK_V=$(modversion github.com/traefik/traefik/v3 "$TOOLS/traefik")
+TRAEFIK_SRC=$(traefik_src)
+TRAEFIK_DIR=$(build_cached traefik "$TRAEFIK_V" "$TRAEFIK_SRC" \
+  "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_V" github.com/traefik/traefik/v3/cmd/traefik)
+# The Gateway API CRDs of the standard channel, from the version Traefik is built against.
+GWAPI_V=$(modversion sigs.k8s.io/gateway-api "$TOOLS/traefik")
+GWAPI_DIR="$CACHE/gateway-api/$GWAPI_V-standard"
+if [ ! -f "$GWAPI_DIR/.complete" ]; then
+  gw_mod=$(cd "$TOOLS/traefik" && go mod download sigs.k8s.io/gateway-api && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)
+  mkdir -p "$CACHE/gateway-api"
+  tmp=$(mktemp -d "$GWAPI_DIR.tmp.XXXXXX")
+  cp "$gw_mod"/config/crd/standard/*.yaml "$tmp/"
+  chmod 755 "$tmp"; chmod 644 "$tmp"/*.yaml
+  touch "$tmp/.complete"
+  rm -rf "$GWAPI_DIR"; mv "$tmp" "$GWAPI_DIR"
+fi
 # Dynamic volumes on the real node (PVCs of the default StorageClass local-path).
 LPP_V=$(modversion github.com/rancher/local-path-provisioner "$TOOLS/local-path")
 LPP_DIR=$(build_cached local-path "$LPP_V" "$TOOLS/local-path" "-s -w -X main.VERSION=$LPP_V" \
@@ -148,6 +193,7 @@ fi
 # (Older versions of this script put the symlinks straight into $CACHE/bin: drop those.)
 find "$CACHE/bin" -maxdepth 1 -type l -delete 2>/dev/null || true
 NODE_DIRS="$CONTAINERD_DIR $COREDNS_DIR $KROUTER_DIR $IMAGES_DIR $LPP_DIR"
+NODE_DIRS+=" $TRAEFIK_DIR $GWAPI_DIR"   # the Gateway (Traefik, Gateway API CRDs)
 BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR $NODE_DIRS" | sha256sum | cut -c1-12)"
 mkdir -p "$BIN"
 for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"/kube-scheduler \
@@ -158,6 +204,11 @@ for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"
   [ -e "$f" ] || { echo "build-tools: missing $f" >&2; exit 1; }
   ln -sfn "$f" "$BIN/$(basename "$f")"
 done
+
+# The Gateway's binaries and CRDs (own lines: the loop above is extended by other components).
+ln -sfn "$TRAEFIK_DIR/traefik" "$BIN/traefik"
+ln -sfn "$IMAGES_DIR/tlsserver" "$BIN/tlsserver"
+ln -sfn "$GWAPI_DIR" "$BIN/gateway-api-crds"
 
 # The extras asked for. They are not part of the cluster, so they do not go into the key of $BIN:
 # their symlinks are (re)pointed in place.

@@ -48,7 +48,7 @@ names=()
 if [ -f "$STATE/run/order" ]; then
   mapfile -t names < <(tac "$STATE/run/order")
 fi
-for n in operator kwok kube-router kube-proxy kubelet containerd kube-scheduler kube-controller-manager \
+for n in hosts-sync operator kwok kube-router kube-proxy kubelet containerd kube-scheduler kube-controller-manager \
          kube-apiserver etcd; do
   [ -f "$STATE/run/$n.pid" ] && [[ " ${names[*]} " != *" $n "* ]] && names+=("$n")
 done
@@ -72,6 +72,8 @@ if [ -f "$STATE/run/etcd-data-dir" ]; then
   esac
   rm -f "$STATE/run/etcd-data-dir"
 fi
+# The cluster's block in /etc/hosts (hosts-sync.py, stopped above), and nothing else of the file.
+python3 "$HARNESS_DIR/hosts-sync.py" remove "$STATE"
 net_down "$STATE"
 # The node's runtime state (the image store under node/containerd/root stays: it is a cache).
 # The volumes of local-path PVCs go with the cluster (their PersistentVolumes were in etcd).

@@ -2,7 +2,8 @@
 # cluster-up.sh STATE_DIR — starts a real local Kubernetes whose state lives in STATE_DIR: etcd,
 # kube-apiserver, the CRDs from operator/manifests, kube-controller-manager, kube-scheduler, and
 # its nodes: a real node (node-up.sh: containerd, kubelet, kube-proxy, kube-router, CoreDNS) and/or
-# a kwok node that only simulates pods. Everything runs in the cluster's own network namespace
+# a kwok node that only simulates pods, and with a real node the platform's Gateway (gateway.sh:
+# Traefik, the Gateway API CRDs, hosts-sync for /etc/hosts). Everything runs in the cluster's own network namespace
 # (node-lib.sh); the API server answers at https://<node address>:6443 from this machine.
 # Needs root (network namespace, iptables, mounts, cgroups).
 #
@@ -36,6 +37,7 @@ $REAL || $KWOK || die "KUBESPACES_NODES=$NODES: name real, kwok or both"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 $KWOK && COMPONENTS+=(kwok)
 $REAL && COMPONENTS+=(containerd kubelet kube-proxy kube-router)
+$REAL && COMPONENTS+=(hosts-sync)   # gateway.sh
 T0=$(date +%s.%N)
 elapsed() { python3 -c "import time;print(f'{time.time()-$T0:.1f}s')"; }
 
@@ -230,6 +232,8 @@ export KUBECONFIG="$STATE/kubeconfig"
 # Established before kcm starts for owner-reference GC and quota counting to see them at once.
 # Server-side apply: large CRDs exceed the client-side last-applied annotation limit.
 CRD_DIRS=("$REPO_ROOT/operator/manifests")
+# Gateway API (standard channel, build-tools.sh copies it from the pinned module) where the Gateway runs.
+$REAL && CRD_DIRS+=("$BIN/gateway-api-crds")
 if [ -n "${KUBESPACES_CRD_DIRS:-}" ]; then
   IFS=: read -r -a extra <<<"$KUBESPACES_CRD_DIRS"
   CRD_DIRS+=("${extra[@]}")
@@ -316,6 +320,16 @@ wait_for "default ServiceAccount" 60 default_sa || fail "no default ServiceAccou
 if $REAL; then
   KUBESPACES_BIN="$BIN" "$HARNESS_DIR/node-up.sh" "$STATE" || fail "the node did not come up"
   log "node $NODE_NAME Ready after $(elapsed)"
+fi
+
+# ---------------------------------------------------------------- the Gateway (gateway.sh)
+# Traefik on the node as the platform's Gateway (kubespaces-gateway/kubespaces, *.api.<domain>),
+# and hosts-sync, which makes the routes' hostnames resolve on this machine. Writes the
+# KUBESPACES_DOMAIN and KUBESPACES_*GATEWAY* lines of STATE_DIR/env.
+if $REAL; then
+  { [ -d "$BIN/gateway-api-crds" ] && [ -x "$BIN/traefik" ]; } || fail "missing $BIN/traefik or $BIN/gateway-api-crds (run acceptance/harness/build-tools.sh)"
+  KUBESPACES_BIN="$BIN" "$HARNESS_DIR/gateway.sh" up "$STATE" || fail "the Gateway did not come up"
+  log "Gateway Programmed after $(elapsed)"
 fi
 
 # ---------------------------------------------------------------- kwok (harness.md §4)

@@ -3,7 +3,7 @@
 # item, so that two snapshots (before a cluster starts, after it stopped) can be compared with diff:
 # network interfaces and namespaces, iptables rules and chains (IPv4 and IPv6) and ipsets of the
 # root namespace, mounts, cgroups named like ours, processes of the cluster's binaries, the
-# sysctls the kubelet changes, and what the nodes keep under /run.
+# sysctls the kubelet changes, what the nodes keep under /run, and the kubespaces blocks of /etc/hosts.
 # Used by run-tests.sh (around the whole test run) and the node lifecycle test.
 #
 # Usage: host-state.sh [--except STATE_DIR]
@@ -61,6 +61,8 @@ snapshot() {
     esac
   done | sort | uniq -c
   section sysctls; sysctl vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward
+  # The clusters' blocks in /etc/hosts (hosts-sync.py), but the running one's (--except).
+  section hosts;   python3 "$HARNESS_DIR/hosts-sync.py" show ${except:+--except "$except"}
   section files;   find /run/kubespaces /run/containerd -maxdepth 2 2>/dev/null | sort || true
 }
 

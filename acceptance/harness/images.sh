@@ -24,6 +24,8 @@
 #   localhost/kubespaces/busybox:<v>    Debian's static busybox, for tests and debugging
 #   localhost/kubespaces/coredns:<v>    cluster DNS (CoreDNS built with the plugins it needs)
 #   localhost/kubespaces/kubectl:<v>    busybox + kubectl, for tests of in-cluster API access
+#   localhost/kubespaces/traefik:<v>    the platform's Gateway (manifests/gateway, gateway.sh)
+#   localhost/kubespaces/tlsserver:1    an HTTPS server for tests (acceptance/tools/images/tlsserver)
 #   localhost/kubespaces/local-path-provisioner:<v>  dynamic volumes (manifests/local-path)
 #   localhost/kubespaces/vcluster:<v>   the vCluster syncer, /vcluster start (only with `vcluster`)
 #   localhost/kubespaces/kubernetes:<v> busybox + /kubernetes/{kube-apiserver,kube-controller-manager,
@@ -48,6 +50,7 @@ BUSYBOX_V=$(busybox 2>&1 || true)
 BUSYBOX_V=$(sed -nE '1s/.*v([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$BUSYBOX_V")
 KUBECTL_V=$("$BIN/kubectl" version --client -o json | sed -nE 's/.*"gitVersion": *"([^"]+)".*/\1/p')
 COREDNS_V=$("$BIN/coredns" -version 2>/dev/null | grep -oE 'CoreDNS-[0-9.]+' | cut -d- -f2)
+TRAEFIK_V=$("$BIN/traefik" version | awk '$1 == "Version:" {print $2}')
 
 # name  tag  entrypoint  cmd (JSON arrays, - for none). busybox has a command, not an entrypoint,
 # so `kubectl run --image=... -- sh -c '...'` works as with Docker's busybox.
@@ -56,6 +59,8 @@ IMAGES=(
   "busybox $BUSYBOX_V - [\"/bin/sh\"]"
   "coredns v$COREDNS_V [\"/coredns\"] -"
   "kubectl $KUBECTL_V [\"/usr/local/bin/kubectl\"] -"
+  "traefik $TRAEFIK_V [\"/traefik\"] -"
+  "tlsserver 1 [\"/tlsserver\"] -"
 )
 # The provisioner (node-up.sh needs it): absent only from binary dirs built before it was added,
 # which clusters started earlier still name in their env (images.sh operator must work for them).
@@ -73,6 +78,8 @@ etc_files() {
 }
 rootfs_pause() { install -D -m755 "$BIN/pause" "$1/pause"; }
 rootfs_coredns() { etc_files "$1"; install -D -m755 "$BIN/coredns" "$1/coredns"; }
+rootfs_traefik() { etc_files "$1"; install -D -m755 "$BIN/traefik" "$1/traefik"; }
+rootfs_tlsserver() { etc_files "$1"; install -D -m755 "$BIN/tlsserver" "$1/tlsserver"; }
 rootfs_kubectl() { rootfs_busybox "$1"; install -D -m755 "$BIN/kubectl" "$1/usr/local/bin/kubectl"; }
 # The provisioner runs as `local-path-provisioner start ...` (its Deployment's command), off PATH.
 rootfs_local-path-provisioner() {
