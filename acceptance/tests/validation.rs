@@ -22,7 +22,7 @@ fn cases() -> Vec<Case> {
         Case {
             what: "name too long for the namespace",
             manifest: with(&long, "1", "1Gi", None),
-            expect: &["metadata.name", "at most 45"],
+            expect: &["metadata.name", "at most 31"],
         },
         Case {
             what: "uppercase name",

@@ -86,9 +86,19 @@ fn every_name_built_for_the_longest_admitted_tenant_fits_a_dns_label() {
         );
     }
 
-    // The bound is the real one, not merely a safe one: one character more and the namespace
-    // no longer fits, so admission refuses exactly the names that would fail later.
+    // The bound is the real one, not merely a safe one: one character more and the longest
+    // derived name (the vCluster chart's ClusterRole) no longer fits, so admission refuses
+    // exactly the names that would fail later.
     let one_more = format!("{tenant}x");
-    assert!(!is_dns_label(&namespace(&one_more)));
-    assert!(is_dns_label(&namespace(&tenant)));
+    assert!(!is_dns_label(&control_plane_cluster_role(&one_more)));
+    assert!(is_dns_label(&control_plane_cluster_role(&tenant)));
+    // ...and it is the chart's own derivation, from the operator's release name.
+    assert_eq!(
+        kubespaces_operator::control_plane::names::chart_derived(&namespace(&tenant))
+            .iter()
+            .map(String::len)
+            .max(),
+        Some(control_plane_cluster_role(&tenant).len() + 3),
+        "vc-mn-... (Pro only, never rendered) is the one longer"
+    );
 }

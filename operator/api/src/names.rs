@@ -6,13 +6,23 @@
 /// Prefix of the host namespace of every tenant.
 pub const NAMESPACE_PREFIX: &str = "kubespaces-tenant-";
 
-/// Longest tenant name for which every derived name still fits in a DNS label.
-pub const MAX_TENANT_NAME_LEN: usize = 63 - NAMESPACE_PREFIX.len();
+/// The helm release name of every tenant's vCluster (one per tenant namespace). The chart
+/// derives its object names from it: StatefulSet and Service `<release>`, Secret
+/// `vc-<release>`, and, the longest, the ClusterRole `vc-<release>-v-<namespace>` (rendered
+/// when a sync needs cluster-wide reads; the chart cuts it at 63 characters, so two long tenant
+/// names could share it).
+pub const CONTROL_PLANE_RELEASE: &str = "vcluster";
+/// The prefix of that ClusterRole's name before the tenant name.
+const CONTROL_PLANE_CLUSTER_ROLE_PREFIX: &str = "vc-vcluster-v-kubespaces-tenant-";
+
+/// Longest tenant name for which every derived name still fits in a DNS label: the longest
+/// derived name is the vCluster chart's ClusterRole [`control_plane_cluster_role`].
+pub const MAX_TENANT_NAME_LEN: usize = 63 - CONTROL_PLANE_CLUSTER_ROLE_PREFIX.len();
 
 /// CEL rule on the Tenant's `metadata.name` (must agree with [`MAX_TENANT_NAME_LEN`]; a unit
 /// test checks it).
-pub const NAME_LENGTH_RULE: &str = "self.metadata.name.size() <= 45";
-pub const NAME_LENGTH_MESSAGE: &str = "metadata.name must be at most 45 characters, so that the tenant namespace kubespaces-tenant-<name> fits in 63";
+pub const NAME_LENGTH_RULE: &str = "self.metadata.name.size() <= 31";
+pub const NAME_LENGTH_MESSAGE: &str = "metadata.name must be at most 31 characters, so that every name derived from it fits in 63 (the longest is the tenant control plane's ClusterRole vc-vcluster-v-kubespaces-tenant-<name>)";
 pub const NAME_LABEL_RULE: &str = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')";
 pub const NAME_LABEL_MESSAGE: &str = "metadata.name must be a DNS label: start with a lowercase letter, then lowercase letters, digits or '-', ending in a letter or digit";
 
@@ -84,9 +94,18 @@ pub fn apps_host(tenant: &str, base_domain: &str) -> String {
     format!("*.{tenant}.apps.{base_domain}")
 }
 
+/// The ClusterRole the vCluster chart derives for a tenant's release, when it renders one.
+pub fn control_plane_cluster_role(tenant: &str) -> String {
+    format!("vc-{CONTROL_PLANE_RELEASE}-v-{}", namespace(tenant))
+}
+
 /// Every name derived from a tenant name that must be a DNS label.
 pub fn derived_labels(tenant: &str) -> Vec<String> {
-    vec![namespace(tenant), tenant.to_owned()]
+    vec![
+        namespace(tenant),
+        tenant.to_owned(),
+        control_plane_cluster_role(tenant),
+    ]
 }
 
 #[cfg(test)]
@@ -95,7 +114,11 @@ mod tests {
 
     #[test]
     fn the_cel_rule_enforces_the_computed_bound() {
-        assert_eq!(MAX_TENANT_NAME_LEN, 45);
+        assert_eq!(MAX_TENANT_NAME_LEN, 31);
+        assert_eq!(
+            CONTROL_PLANE_CLUSTER_ROLE_PREFIX,
+            format!("vc-{CONTROL_PLANE_RELEASE}-v-{NAMESPACE_PREFIX}")
+        );
         assert!(NAME_LENGTH_RULE.ends_with(&format!("<= {MAX_TENANT_NAME_LEN}")));
         assert!(NAME_LENGTH_MESSAGE.contains(&format!("at most {MAX_TENANT_NAME_LEN}")));
     }

@@ -4,7 +4,7 @@
 //! characters for every admitted tenant name (see the test in `crate::names`).
 
 /// The helm release name of every tenant's vCluster (one per tenant namespace).
-pub const RELEASE: &str = "vcluster";
+pub const RELEASE: &str = crate::names::CONTROL_PLANE_RELEASE;
 /// The Secret vCluster writes with its admin kubeconfig.
 pub const ADMIN_SECRET: &str = "vc-vcluster";
 /// The key of the kubeconfig in [`ADMIN_SECRET`].

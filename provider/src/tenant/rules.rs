@@ -13,9 +13,9 @@ pub fn tenant_name(name: &str) -> Result<(), String> {
     let ends = name.bytes().last().is_some_and(|b| b != b'-');
     if name.len() > max {
         Err(format!(
-            "{name:?} is {} characters; a tenant name may have at most {max}, so that its namespace {}<name> fits in 63",
+            "{name:?} is {} characters; a tenant name may have at most {max}, so that every name derived from it fits in 63 (the longest: {})",
             name.len(),
-            names::NAMESPACE_PREFIX,
+            names::control_plane_cluster_role("<name>"),
         ))
     } else if !(ok_chars && starts && ends) {
         Err(format!(
@@ -80,7 +80,7 @@ mod tests {
             assert!(tenant_name(bad).is_err(), "{bad}");
         }
         let long = "a".repeat(names::MAX_TENANT_NAME_LEN + 1);
-        assert!(tenant_name(&long).unwrap_err().contains("at most 45"));
+        assert!(tenant_name(&long).unwrap_err().contains("at most 31"));
     }
 
     #[test]
