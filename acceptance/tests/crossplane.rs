@@ -17,6 +17,8 @@
 //!   Tenant, applied to the cluster, is made Ready by a real operator, which writes its
 //!   connection Secret; rendering with those live objects observed makes the XR Ready and gives
 //!   it the kubeconfig.
+//! - `the_render_commands_of_the_docs_work`: the command block of docs/crossplane.md, "Render it
+//!   yourself", run as written (on a free port instead of 9443).
 //! - `crossplane_may_manage_tenants_through_the_aggregated_clusterrole`: the chart's ClusterRole
 //!   is aggregated into a role selecting Crossplane's label, and whoever holds that role may
 //!   do what Crossplane does with Tenants, and no more.
@@ -504,10 +506,10 @@ fn the_composed_tenant_passes_the_crds_validation() {
         println!("{field}={value}: refused: {}", refusal.trim());
     }
     let mut long = xr.clone();
-    long["metadata"]["name"] = json!("a".repeat(46));
+    long["metadata"]["name"] = json!("a".repeat(32));
     let tenant = first_render(&function, &long).tenant().clone();
-    let refusal = dry_run_apply(&env, &tenant, None).expect_err("a 46-character Tenant name");
-    assert!(refusal.contains("at most 45 characters"), "{refusal}");
+    let refusal = dry_run_apply(&env, &tenant, None).expect_err("a 32-character Tenant name");
+    assert!(refusal.contains("at most 31 characters"), "{refusal}");
 }
 
 const TEST_NS: &str = "kubespaces-test-crossplane";
@@ -774,4 +776,63 @@ async fn a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_sec
         .await
         .expect("delete the tenant");
     wait_gone(&tenants, name, Duration::from_secs(90)).await;
+}
+
+/// The first ```sh block after `heading` in `markdown`.
+fn sh_block<'a>(markdown: &'a str, heading: &str) -> &'a str {
+    let section = &markdown[markdown
+        .find(heading)
+        .unwrap_or_else(|| panic!("no section {heading}"))..];
+    let start = section.find("```sh\n").expect("a ```sh block") + "```sh\n".len();
+    let len = section[start..].find("```").expect("the end of the block");
+    &section[start..start + len]
+}
+
+#[test]
+fn the_render_commands_of_the_docs_work() {
+    let docs = std::fs::read_to_string(repo().join("docs/crossplane.md")).unwrap();
+    let block = sh_block(&docs, "## Render it yourself");
+    assert!(block.contains("localhost:9443"), "{block}");
+    // The documented port may be taken on a shared machine: the same commands on a free one,
+    // with the Function's target annotation following.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let dir = scratch_dir();
+    let functions = dir.join("functions.yaml");
+    let text = std::fs::read_to_string(example("functions.yaml")).unwrap();
+    std::fs::write(
+        &functions,
+        text.replace("localhost:9443", &format!("localhost:{port}")),
+    )
+    .unwrap();
+    // When a command fails, bash stops before the block's own `kill %1`: the function would
+    // then outlive the script, and keep its output open.
+    let script = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n".to_owned()
+        + &block
+            .replace("localhost:9443", &format!("localhost:{port}"))
+            .replace(
+                "examples/crossplane/functions.yaml",
+                functions.to_str().unwrap(),
+            );
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(repo())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the docs' commands failed:\n{script}\n{stderr}"
+    );
+    let rendered: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON from the docs' commands ({e}):\n{stderr}"));
+    assert_eq!(rendered["composedResources"][0]["kind"], "Tenant");
+    assert_eq!(
+        rendered["composedResources"][0]["spec"]["owner"],
+        "alice@example.com"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
