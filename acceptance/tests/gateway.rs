@@ -16,6 +16,8 @@ use serde_json::Value;
 /// The namespace of the test's backend and routes: a tenant namespace as far as the listener's
 /// selector is concerned (label kubespaces.io/tenant), without a Tenant behind it.
 const NS: &str = "gateway-smoke";
+/// A namespace without that label: the listener must not take its routes.
+const NS_OTHER: &str = "gateway-smoke-untenanted";
 /// Traefik, hosts-sync and a first pod on the node act asynchronously.
 const SETTLE: Duration = Duration::from_secs(90);
 
@@ -153,12 +155,12 @@ fn condition(conditions: &Value, type_: &str) -> Option<(String, String)> {
 }
 
 /// The route's Accepted condition from its parent, once the parent has seen its generation.
-async fn route_accepted(env: &Env, route: &str) -> (String, String) {
+async fn route_accepted(env: &Env, ns: &str, route: &str) -> (String, String) {
     wait_for(
-        &format!("a verdict on TLSRoute {NS}/{route}"),
+        &format!("a verdict on TLSRoute {ns}/{route}"),
         SETTLE,
         || async {
-            let r = get_json(env, &["-n", NS, "get", "tlsroute", route])?;
+            let r = get_json(env, &["-n", ns, "get", "tlsroute", route])?;
             let parent = r["status"]["parents"].get(0)?;
             let accepted = parent["conditions"]
                 .as_array()?
@@ -202,12 +204,13 @@ fn curl(ca: &Path, host: &str, resolve: Option<&str>) -> Result<String, String> 
     }
 }
 
-fn delete_namespace(env: &Env) {
+fn delete_namespaces(env: &Env) {
     env.kubectl(
         &[
             "delete",
             "namespace",
             NS,
+            NS_OTHER,
             "--ignore-not-found",
             "--wait=true",
             "--timeout=90s",
@@ -216,10 +219,38 @@ fn delete_namespace(env: &Env) {
     );
 }
 
+/// A TLSRoute for `host` in NS_OTHER (no kubespaces.io/tenant label), to the listener of
+/// KUBESPACES_API_GATEWAY, with a backend that need not exist: the listener refuses it first.
+fn untenanted_route(host: &str) -> String {
+    let parent = var("KUBESPACES_API_GATEWAY");
+    let parts: Vec<&str> = parent.split('/').collect();
+    assert_eq!(
+        parts.len(),
+        3,
+        "KUBESPACES_API_GATEWAY={parent}: want namespace/name/sectionName"
+    );
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {NS_OTHER}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {{name: untenanted, namespace: {NS_OTHER}}}
+spec:
+  parentRefs: [{{namespace: {}, name: {}, sectionName: {}}}]
+  hostnames: ["{host}"]
+  rules: [{{backendRefs: [{{name: smoke, port: 443}}]}}]
+"#,
+        parts[0], parts[1], parts[2]
+    )
+}
+
 /// The Gateway is Programmed with its `api` listener, and a TLSRoute under `*.api.<domain>` reaches
 /// its backend from this machine by name alone (hosts-sync's entry, port 443), end to end TLS: the
 /// certificate curl verifies is the backend's. A route for a name outside the listener's hostname
-/// is refused, gets no hosts entry and is not routed. Deleting the routes removes the entry.
+/// is refused, and so is a route from a namespace that is not a tenant's; neither gets a hosts
+/// entry, and the outside name is not routed. Deleting the routes removes the entry.
 #[tokio::test]
 async fn a_tls_route_reaches_its_backend_by_name_through_the_gateway() {
     let env = Env::get();
@@ -274,22 +305,30 @@ async fn a_tls_route_reaches_its_backend_by_name_through_the_gateway() {
     make_certificates(&dir, &[&host, &outside]);
     let ca = dir.join("ca.crt");
 
-    delete_namespace(&env);
+    delete_namespaces(&env);
     let image = var("KUBESPACES_TLSSERVER_IMAGE");
     env.apply(&manifests(
         &dir,
         &image,
         &[("smoke", &host), ("outside", &outside)],
     ));
+    // Under *.api.<domain>, but from a namespace that is not a tenant's.
+    let untenanted = format!("untenanted.api.{domain}");
+    env.apply(&untenanted_route(&untenanted));
 
     assert_eq!(
-        route_accepted(&env, "smoke").await,
+        route_accepted(&env, NS, "smoke").await,
         ("True".into(), "Accepted".into())
     );
-    let (status, reason) = route_accepted(&env, "outside").await;
+    let (status, reason) = route_accepted(&env, NS, "outside").await;
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "NoMatchingListenerHostname")
+    );
+    let (status, reason) = route_accepted(&env, NS_OTHER, "untenanted").await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NotAllowedByListeners")
     );
 
     let entry = format!("{node_ip} {host}");
@@ -307,16 +346,20 @@ async fn a_tls_route_reaches_its_backend_by_name_through_the_gateway() {
     .await;
     assert_eq!(body.trim(), format!("hello from smoke (sni {host})"));
 
-    // Not routed: no entry, and at the Gateway's address the name gets no backend.
-    assert!(
-        !hosts_block(&state).iter().any(|l| l.ends_with(&outside)),
-        "{outside} is in /etc/hosts: {:?}",
-        hosts_block(&state)
-    );
+    // Not routed: no entry, and at the Gateway's address the outside name gets no backend.
+    for refused in [&outside, &untenanted] {
+        assert!(
+            !hosts_block(&state)
+                .iter()
+                .any(|l| l.ends_with(refused.as_str())),
+            "{refused} is in /etc/hosts: {:?}",
+            hosts_block(&state)
+        );
+    }
     let refused = curl(&ca, &outside, Some(&node_ip));
     assert!(refused.is_err(), "{outside} was routed: {refused:?}");
 
-    delete_namespace(&env);
+    delete_namespaces(&env);
     wait_for(
         &format!("'{entry}' to leave /etc/hosts"),
         SETTLE,
