@@ -29,14 +29,16 @@
 #   crossplane     Crossplane v2 (acceptance/tools/crossplane) for its `internal render`, and
 #                  function-patch-and-transform (acceptance/tools/function-pat), the composition
 #                  function it dials (tests/crossplane.rs)
+#   dex            Dex (acceptance/tools/dex), the OIDC provider the server and the CLI log in
+#                  against (acceptance/harness/dex.sh; the server's and the CLI's tests)
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(tofu tf-kubectl helm health-check crossplane vcluster); shift ;;
-    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check|crossplane|vcluster]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(tofu tf-kubectl helm health-check crossplane vcluster dex); shift ;;
+    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -271,7 +273,14 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       dir=$(build_cached function-pat "$PAT_V" "$TOOLS/function-pat" "-s -w" \
         github.com/crossplane-contrib/function-patch-and-transform)
       ln -sfn "$dir/function-patch-and-transform" "$BIN/function-patch-and-transform" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster)" >&2; exit 2 ;;
+    dex)
+      # Dex's module path has no /v2, so it is pinned by commit (a pseudo-version; v2.45.1 is
+      # 11d2eeb52b42). Memory storage only: no cgo (sqlite) needed. Web assets are embedded.
+      DEX_V=$(modversion github.com/dexidp/dex "$TOOLS/dex")
+      dir=$(build_cached dex "$DEX_V" "$TOOLS/dex" "-s -w -X main.version=v2.45.1" \
+        github.com/dexidp/dex/cmd/dex)
+      ln -sfn "$dir/dex" "$BIN/dex" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster, dex)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"

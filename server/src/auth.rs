@@ -1,0 +1,267 @@
+//! OIDC ID token validation: the issuer's discovery document names its JWKS; a token is
+//! accepted only when its signature verifies with a key from that set under an allowed
+//! asymmetric algorithm, and its `iss`, `aud`, `exp` and `nbf` hold. The caller is the token's
+//! `email`, which must be verified (`email_verified: true`): it becomes the owner of what the
+//! caller creates, so an unverified address would let anyone claim anyone's tenants.
+//!
+//! Key rotation: a token signed with a key id the cached JWKS lacks triggers one refetch, at most
+//! once per `min_refresh`, so forged key ids cannot make the server hammer the issuer.
+
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::{
+    Algorithm, DecodingKey, Validation,
+    jwk::{AlgorithmParameters, Jwk, JwkSet},
+};
+use serde::Deserialize;
+use tokio::sync::{Mutex, RwLock};
+use tracing::{debug, info, warn};
+
+/// Asymmetric algorithms only: an HMAC algorithm would let anyone holding the issuer's public
+/// key sign tokens, and `none` is not an algorithm.
+pub const ALLOWED_ALGORITHMS: [Algorithm; 8] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+];
+
+/// Why a token was refused. Logged at debug level; the caller only ever learns "unauthorized".
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("no bearer token")]
+    Missing,
+    #[error("malformed token header: {0}")]
+    Header(jsonwebtoken::errors::Error),
+    #[error("algorithm {0:?} is not allowed")]
+    Algorithm(Algorithm),
+    #[error("no key with id {0:?} in the issuer's JWKS")]
+    UnknownKey(String),
+    #[error("the key {0:?} does not fit algorithm {1:?}")]
+    KeyMismatch(String, Algorithm),
+    #[error("token rejected: {0}")]
+    Invalid(jsonwebtoken::errors::Error),
+    #[error("the token has no email claim")]
+    NoEmail,
+    #[error("the token's email is not verified")]
+    UnverifiedEmail,
+    #[error("the issuer's keys could not be fetched: {0}")]
+    Jwks(String),
+}
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Verified email: the owner of the tenants this caller creates.
+    pub email: String,
+    pub groups: Vec<String>,
+    /// Member of the configured admin group: sees and manages every tenant.
+    pub admin: bool,
+}
+
+impl Identity {
+    /// May this caller see and act on a tenant owned by `owner`?
+    pub fn may_access(&self, owner: &str) -> bool {
+        self.admin || self.email == owner
+    }
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    email: Option<String>,
+    email_verified: Option<bool>,
+    #[serde(default)]
+    groups: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Discovery {
+    issuer: String,
+    jwks_uri: String,
+}
+
+struct Keys {
+    jwks_uri: Option<String>,
+    set: JwkSet,
+}
+
+pub struct Verifier {
+    issuer: String,
+    audience: String,
+    admin_group: Option<String>,
+    leeway: u64,
+    min_refresh: Duration,
+    http: reqwest::Client,
+    keys: RwLock<Keys>,
+    /// When the JWKS was last fetched (or tried): the rate limit of refetches.
+    last_fetch: Mutex<Option<Instant>>,
+}
+
+impl Verifier {
+    pub fn new(
+        issuer: &str,
+        audience: &str,
+        admin_group: Option<String>,
+        leeway: Duration,
+        min_refresh: Duration,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap_or_default();
+        Verifier {
+            issuer: issuer.trim_end_matches('/').to_owned(),
+            audience: audience.to_owned(),
+            admin_group,
+            leeway: leeway.as_secs(),
+            min_refresh,
+            http,
+            keys: RwLock::new(Keys {
+                jwks_uri: None,
+                set: JwkSet { keys: vec![] },
+            }),
+            last_fetch: Mutex::new(None),
+        }
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// Fetches the discovery document (once) and the JWKS. Called at start-up and when a token
+    /// names an unknown key id (rate limited by the caller).
+    pub async fn refresh(&self) -> Result<(), AuthError> {
+        let jwks_uri = match self.keys.read().await.jwks_uri.clone() {
+            Some(uri) => uri,
+            None => {
+                let url = format!("{}/.well-known/openid-configuration", self.issuer);
+                let discovery: Discovery = self.get_json(&url).await?;
+                if discovery.issuer.trim_end_matches('/') != self.issuer {
+                    return Err(AuthError::Jwks(format!(
+                        "{url} names issuer {:?}, not the configured {:?} (--oidc-issuer must be \
+                         the issuer exactly as the provider publishes it)",
+                        discovery.issuer, self.issuer
+                    )));
+                }
+                discovery.jwks_uri
+            }
+        };
+        let set: JwkSet = self.get_json(&jwks_uri).await?;
+        info!(keys = set.keys.len(), %jwks_uri, "fetched the issuer's JWKS");
+        let mut keys = self.keys.write().await;
+        keys.jwks_uri = Some(jwks_uri);
+        keys.set = set;
+        Ok(())
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, AuthError> {
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| AuthError::Jwks(format!("GET {url}: {e}")))?;
+        response
+            .json()
+            .await
+            .map_err(|e| AuthError::Jwks(format!("GET {url}: {e}")))
+    }
+
+    /// The key for `kid`, refetching the JWKS once (rate limited) when it is unknown.
+    async fn key(&self, kid: Option<&str>) -> Result<Jwk, AuthError> {
+        if let Some(jwk) = self.cached_key(kid).await {
+            return Ok(jwk);
+        }
+        {
+            let mut last = self.last_fetch.lock().await;
+            // Another request may have refetched while this one waited for the lock.
+            if let Some(jwk) = self.cached_key(kid).await {
+                return Ok(jwk);
+            }
+            if last.is_none_or(|t| t.elapsed() >= self.min_refresh) {
+                *last = Some(Instant::now());
+                if let Err(e) = self.refresh().await {
+                    warn!(error = %e, "JWKS refresh failed");
+                    return Err(e);
+                }
+            }
+        }
+        self.cached_key(kid)
+            .await
+            .ok_or_else(|| AuthError::UnknownKey(kid.unwrap_or_default().to_owned()))
+    }
+
+    async fn cached_key(&self, kid: Option<&str>) -> Option<Jwk> {
+        let keys = self.keys.read().await;
+        match kid {
+            Some(kid) => keys.set.find(kid).cloned(),
+            // Without a key id only an unambiguous set will do.
+            None if keys.set.keys.len() == 1 => keys.set.keys.first().cloned(),
+            None => None,
+        }
+    }
+
+    /// Validates an ID token and returns the caller.
+    pub async fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        let header = jsonwebtoken::decode_header(token).map_err(AuthError::Header)?;
+        if !ALLOWED_ALGORITHMS.contains(&header.alg) {
+            return Err(AuthError::Algorithm(header.alg));
+        }
+        let jwk = self.key(header.kid.as_deref()).await?;
+        let fits = match &jwk.algorithm {
+            AlgorithmParameters::RSA(_) => matches!(
+                header.alg,
+                Algorithm::RS256
+                    | Algorithm::RS384
+                    | Algorithm::RS512
+                    | Algorithm::PS256
+                    | Algorithm::PS384
+                    | Algorithm::PS512
+            ),
+            AlgorithmParameters::EllipticCurve(_) => {
+                matches!(header.alg, Algorithm::ES256 | Algorithm::ES384)
+            }
+            _ => false,
+        };
+        if !fits {
+            return Err(AuthError::KeyMismatch(
+                jwk.common.key_id.clone().unwrap_or_default(),
+                header.alg,
+            ));
+        }
+        let key = DecodingKey::from_jwk(&jwk).map_err(AuthError::Invalid)?;
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway;
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(AuthError::Invalid)?;
+        let claims = data.claims;
+        let email = claims
+            .email
+            .filter(|e| !e.is_empty())
+            .ok_or(AuthError::NoEmail)?;
+        if claims.email_verified != Some(true) {
+            return Err(AuthError::UnverifiedEmail);
+        }
+        let admin = self
+            .admin_group
+            .as_ref()
+            .is_some_and(|g| claims.groups.iter().any(|c| c == g));
+        debug!(%email, admin, "token accepted");
+        Ok(Identity {
+            email,
+            groups: claims.groups,
+            admin,
+        })
+    }
+}

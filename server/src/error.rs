@@ -1,0 +1,83 @@
+//! What the API answers when a request fails: a status code and one sentence in a JSON body
+//! `{"error": "..."}`. Authentication failures say nothing more than "unauthorized".
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No token, or a token that failed validation. The reason is logged, never returned.
+    #[error("unauthorized")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    /// Unknown tenant, or one the caller may not see (the two are indistinguishable on purpose).
+    #[error("tenant {0:?} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+    /// The Kubernetes API refused or failed; its own words, with the HTTP status it gave.
+    #[error("{message}")]
+    Kube { code: u16, message: String },
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Kube { code, .. } => {
+                StatusCode::from_u16(*code).unwrap_or(StatusCode::BAD_GATEWAY)
+            }
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl From<kube::Error> for ApiError {
+    fn from(error: kube::Error) -> Self {
+        match &error {
+            kube::Error::Api(status) => ApiError::Kube {
+                // Only client errors are passed on as they are; the server's own trouble with
+                // the API server is a 502 for the caller.
+                code: if (400..500).contains(&status.code)
+                    && status.code != 401
+                    && status.code != 403
+                {
+                    status.code
+                } else {
+                    502
+                },
+                message: status.message.clone(),
+            },
+            other => ApiError::Kube {
+                code: 502,
+                message: format!("the Kubernetes API could not be reached: {other}"),
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,323 @@
+//! The HTTP API. Every handler gets the caller from the bearer token ([`Caller`]) and sees a
+//! tenant only when the caller owns it or is an admin; a tenant the caller may not see is
+//! answered exactly like one that does not exist.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use axum::{
+    Json, Router,
+    extract::{FromRequestParts, Path, Query, Request, State},
+    http::{StatusCode, header, request::Parts},
+    middleware::{self, Next},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+    routing::get,
+};
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, PostParams, Preconditions},
+};
+use kubespaces_api::api::{KUBECONFIG_SECRET_KEY, Tenant, TenantSpec};
+use serde::Deserialize;
+use serde_json::json;
+use tokio_stream::wrappers::BroadcastStream;
+use tracing::{Instrument, debug, info, info_span};
+
+use crate::{
+    auth::{Identity, Verifier},
+    config::Config,
+    error::ApiError,
+    store::{Change, Tenants},
+};
+
+/// Field manager of the Tenants this server creates.
+pub const FIELD_MANAGER: &str = "kubespaces-server";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub tenants: Tenants,
+    pub client: Client,
+    pub verifier: Arc<Verifier>,
+    pub config: Arc<Config>,
+}
+
+/// The authenticated caller.
+pub struct Caller(pub Identity);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let Some(token) = token else {
+            debug!("refused: no bearer token");
+            return Err(ApiError::Unauthorized);
+        };
+        match state.verifier.verify(token).await {
+            Ok(identity) => Ok(Caller(identity)),
+            Err(reason) => {
+                // The reason helps an operator of this server, not the caller: logged only.
+                info!(%reason, "refused a token");
+                Err(ApiError::Unauthorized)
+            }
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/.well-known/kubespaces", get(well_known))
+        .route("/api/v1/tenants", get(list).post(create))
+        .route("/api/v1/tenants/{name}", get(get_one).delete(delete))
+        .route("/api/v1/tenants/{name}/kubeconfig", get(kubeconfig))
+        .route("/api/v1/watch/tenants", get(watch))
+        .layer(middleware::from_fn(trace))
+        .with_state(state)
+}
+
+/// One span per request (method, path, status); headers, and so tokens, are never recorded.
+async fn trace(request: Request, next: Next) -> Response {
+    let span = info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+    );
+    async move {
+        let response = next.run(request).await;
+        debug!(status = response.status().as_u16(), "answered");
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    if state.tenants.is_ready() {
+        "ok".into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the tenant cache is not filled yet",
+        )
+            .into_response()
+    }
+}
+
+/// What a client needs to log in: the issuer, the client id and the scopes to ask for.
+async fn well_known(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({
+        "issuer": state.verifier.issuer(),
+        "clientId": state.config.oidc_client_id,
+        "scopes": state.config.oidc_scopes,
+    }))
+}
+
+/// A tenant as the API shows it: the Tenant object without the API server's bookkeeping.
+fn view(tenant: &Tenant) -> Tenant {
+    let mut t = tenant.clone();
+    t.metadata.managed_fields = None;
+    t
+}
+
+/// The tenant if it exists and the caller may see it; NotFound in both other cases.
+fn visible(state: &AppState, caller: &Identity, name: &str) -> Result<Arc<Tenant>, ApiError> {
+    state
+        .tenants
+        .get(name)
+        .filter(|t| caller.may_access(&t.spec.owner))
+        .ok_or_else(|| ApiError::NotFound(name.to_owned()))
+}
+
+async fn list(State(state): State<AppState>, Caller(caller): Caller) -> Json<serde_json::Value> {
+    let items: Vec<Tenant> = state
+        .tenants
+        .list(|t| caller.may_access(&t.spec.owner))
+        .iter()
+        .map(|t| view(t))
+        .collect();
+    Json(json!({ "items": items }))
+}
+
+async fn get_one(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Tenant>, ApiError> {
+    let tenant = visible(&state, &caller, &name)?;
+    Ok(Json(view(&tenant)))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateTenant {
+    pub name: String,
+    pub cpu: String,
+    pub memory: String,
+    #[serde(default)]
+    pub storage: Option<String>,
+    /// Admins only: create the tenant for someone else.
+    #[serde(default)]
+    pub owner: Option<String>,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Json(body): Json<CreateTenant>,
+) -> Result<(StatusCode, Json<Tenant>), ApiError> {
+    let owner = match body.owner {
+        Some(owner) if owner != caller.email && !caller.admin => {
+            return Err(ApiError::Forbidden(
+                "only an admin may create a tenant for another owner; leave owner out to own it \
+                 yourself"
+                    .into(),
+            ));
+        }
+        Some(owner) => owner,
+        None => caller.email.clone(),
+    };
+    let tenant = Tenant::new(
+        &body.name,
+        TenantSpec::new(&owner, &body.cpu, &body.memory, body.storage.as_deref()),
+    );
+    let api: Api<Tenant> = Api::all(state.client.clone());
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let created = api.create(&params, &tenant).await.map_err(|e| match e {
+        kube::Error::Api(s) if s.code == 409 => {
+            ApiError::Conflict(format!("tenant {:?} already exists", body.name))
+        }
+        other => ApiError::from(other),
+    })?;
+    info!(caller = %caller.email, tenant = %body.name, %owner, "created tenant");
+    Ok((StatusCode::CREATED, Json(view(&created))))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let tenant = visible(&state, &caller, &name)?;
+    let api: Api<Tenant> = Api::all(state.client.clone());
+    // Only the object the caller was allowed to see: not a namesake created since.
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: tenant.uid(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    api.delete(&name, &params).await.map_err(|e| match e {
+        kube::Error::Api(s) if s.code == 404 || s.code == 409 => ApiError::NotFound(name.clone()),
+        other => ApiError::from(other),
+    })?;
+    info!(caller = %caller.email, tenant = %name, owner = %tenant.spec.owner, "deleted tenant");
+    Ok((StatusCode::ACCEPTED, Json(json!({ "deleting": name }))))
+}
+
+async fn kubeconfig(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let tenant = visible(&state, &caller, &name)?;
+    let not_ready = || {
+        ApiError::Conflict(format!(
+            "tenant {name:?} has no kubeconfig yet (phase {}): its control plane is not ready; \
+             wait until it is Ready",
+            tenant.phase().unwrap_or("Pending")
+        ))
+    };
+    // status.kubeconfigSecretRef says the kubeconfig exists; it is read from the one place it
+    // is published (Tenant::kubeconfig_secret), never from wherever the status points.
+    if tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.kubeconfig_secret_ref.as_ref())
+        .is_none()
+    {
+        return Err(not_ready());
+    }
+    let location = tenant.kubeconfig_secret();
+    let secrets: Api<Secret> = Api::namespaced(state.client.clone(), &location.namespace);
+    let secret = secrets
+        .get_opt(&location.name)
+        .await?
+        .ok_or_else(not_ready)?;
+    let data = secret
+        .data
+        .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
+        .ok_or_else(not_ready)?;
+    info!(caller = %caller.email, tenant = %name, "handed out the tenant kubeconfig");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/yaml".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}.kubeconfig\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        data.0,
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+pub struct WatchQuery {
+    /// Only this tenant.
+    pub name: Option<String>,
+}
+
+/// Server-sent events: first every visible tenant (`applied`), then each change as it happens
+/// (`applied` or `deleted`), filtered like the list. Ends when the caller falls too far behind
+/// (reconnect to resynchronise).
+async fn watch(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Query(query): Query<WatchQuery>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let wanted = move |t: &Tenant| {
+        caller.may_access(&t.spec.owner) && query.name.as_ref().is_none_or(|n| *n == t.name_any())
+    };
+    // Subscribe before the snapshot, so nothing between the two is lost.
+    let changes = BroadcastStream::new(state.tenants.subscribe());
+    let initial: Vec<Change> = state
+        .tenants
+        .list(&wanted)
+        .into_iter()
+        .map(|tenant| Change {
+            kind: "applied",
+            tenant,
+        })
+        .collect();
+    let live = changes
+        .take_while(|c| futures::future::ready(c.is_ok()))
+        .filter_map(move |c| futures::future::ready(c.ok().filter(|c| wanted(&c.tenant))));
+    let stream = futures::stream::iter(initial).chain(live).map(|change| {
+        let event = Event::default()
+            .event(change.kind)
+            .json_data(view(&change.tenant))
+            .unwrap_or_else(|_| Event::default().event("error"));
+        Ok(event)
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
