@@ -1,0 +1,16 @@
+//! `kubespaces`, the command-line door into KubeSpaces: log in with OIDC (device authorization
+//! grant), then create, inspect, wait for and delete tenants and fetch their kubeconfig.
+//!
+//! - [`credentials`]: the token file (0600, under the user's config directory).
+//! - [`login`]: the device flow and refreshing tokens.
+//! - [`client`]: the server's REST API and live stream.
+//! - [`kubeconfig`]: merging a tenant kubeconfig into the user's, leaving every other entry alone.
+//! - [`output`]: table, YAML and JSON.
+//! - [`error`]: one-line errors and the exit codes.
+
+pub mod client;
+pub mod credentials;
+pub mod error;
+pub mod kubeconfig;
+pub mod login;
+pub mod output;

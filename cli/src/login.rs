@@ -1,0 +1,227 @@
+//! Logging in: the server's well-known document names the issuer, client id and scopes; the
+//! issuer's discovery document names its device authorization and token endpoints; the device
+//! authorization grant (RFC 8628, via the `oauth2` crate) turns a code the user confirms in a
+//! browser into an ID token and a refresh token.
+
+use std::time::Duration;
+
+use oauth2::{
+    AuthType, ClientId, DeviceAuthorizationUrl, EndpointNotSet, EndpointSet, ExtraTokenFields,
+    RefreshToken, RequestTokenError, Scope, StandardDeviceAuthorizationResponse,
+    StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+    basic::{
+        BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
+        BasicTokenType,
+    },
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    credentials::Credentials,
+    error::{CliError, Result},
+};
+
+/// The OIDC extra of a token response: the ID token the server authenticates.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdTokenFields {
+    #[serde(default)]
+    pub id_token: Option<String>,
+}
+impl ExtraTokenFields for IdTokenFields {}
+
+type OidcTokenResponse = StandardTokenResponse<IdTokenFields, BasicTokenType>;
+type OidcClient<HasDeviceUrl> = oauth2::Client<
+    BasicErrorResponse,
+    OidcTokenResponse,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointNotSet,
+    HasDeviceUrl,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointSet,
+>;
+
+/// What the server publishes at /.well-known/kubespaces.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerSettings {
+    pub issuer: String,
+    pub client_id: String,
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Discovery {
+    token_endpoint: String,
+    #[serde(default)]
+    device_authorization_endpoint: Option<String>,
+}
+
+/// An HTTP client that follows no redirects (the OAuth2 endpoints must answer themselves).
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap_or_default()
+}
+
+fn unreachable(what: &'static str, url: &str, e: impl std::fmt::Display) -> CliError {
+    CliError::Unreachable {
+        what,
+        url: url.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    what: &'static str,
+    url: &str,
+) -> Result<T> {
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| unreachable(what, url, e))?;
+    if !response.status().is_success() {
+        return Err(CliError::Other(format!(
+            "{url} answered {} (is this a KubeSpaces server?)",
+            response.status()
+        )));
+    }
+    response
+        .json()
+        .await
+        .map_err(|e| CliError::Other(format!("{url} sent something unexpected: {e}")))
+}
+
+pub async fn server_settings(http: &reqwest::Client, server: &str) -> Result<ServerSettings> {
+    let url = format!("{}/.well-known/kubespaces", server.trim_end_matches('/'));
+    get_json(http, "the KubeSpaces server", &url).await
+}
+
+async fn discover(http: &reqwest::Client, issuer: &str) -> Result<Discovery> {
+    let url = format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    );
+    get_json(http, "the OIDC issuer", &url).await
+}
+
+fn url_error(e: impl std::fmt::Display) -> CliError {
+    CliError::Other(format!("the issuer published an invalid endpoint URL: {e}"))
+}
+
+fn token_error<E: std::error::Error, T: oauth2::ErrorResponseType + std::fmt::Display>(
+    e: RequestTokenError<E, oauth2::StandardErrorResponse<T>>,
+    url: &str,
+) -> CliError {
+    match e {
+        RequestTokenError::ServerResponse(r) => CliError::LoginExpired(format!(
+            "the issuer said {}",
+            r.error_description()
+                .cloned()
+                .unwrap_or_else(|| r.to_string())
+        )),
+        RequestTokenError::Request(e) => unreachable("the OIDC issuer", url, e),
+        other => CliError::Other(format!("the issuer's answer could not be read: {other}")),
+    }
+}
+
+fn credentials_from(
+    token: &OidcTokenResponse,
+    server: &str,
+    settings_issuer: &str,
+    client_id: &str,
+    old_refresh: Option<String>,
+) -> Result<Credentials> {
+    let id_token = token.extra_fields().id_token.clone().ok_or_else(|| {
+        CliError::Other("the issuer returned no ID token (is the openid scope allowed?)".into())
+    })?;
+    Ok(Credentials {
+        server: server.trim_end_matches('/').to_owned(),
+        issuer: settings_issuer.to_owned(),
+        client_id: client_id.to_owned(),
+        id_token,
+        // Issuers that rotate refresh tokens send a new one; others keep the old one valid.
+        refresh_token: token
+            .refresh_token()
+            .map(|t| t.secret().clone())
+            .or(old_refresh),
+    })
+}
+
+/// Shown to the user while they confirm the code (printed, and opened in a browser if asked).
+pub struct Prompt {
+    pub verification_uri: String,
+    pub verification_uri_complete: Option<String>,
+    pub user_code: String,
+}
+
+/// The device flow: asks for a code, hands it to `show`, and polls until the user confirmed it.
+pub async fn device_login(server: &str, show: impl FnOnce(&Prompt)) -> Result<Credentials> {
+    let http = http();
+    let settings = server_settings(&http, server).await?;
+    let discovery = discover(&http, &settings.issuer).await?;
+    let device_url = discovery.device_authorization_endpoint.ok_or_else(|| {
+        CliError::Other(format!(
+            "the issuer {} does not offer the device authorization grant",
+            settings.issuer
+        ))
+    })?;
+    let client: OidcClient<EndpointSet> =
+        oauth2::Client::new(ClientId::new(settings.client_id.clone()))
+            .set_auth_type(AuthType::RequestBody)
+            .set_device_authorization_url(
+                DeviceAuthorizationUrl::new(device_url.clone()).map_err(url_error)?,
+            )
+            .set_token_uri(TokenUrl::new(discovery.token_endpoint.clone()).map_err(url_error)?);
+    let details: StandardDeviceAuthorizationResponse = client
+        .exchange_device_code()
+        .add_scopes(settings.scopes.iter().cloned().map(Scope::new))
+        .request_async(&http)
+        .await
+        .map_err(|e| token_error(e, &device_url))?;
+    show(&Prompt {
+        verification_uri: details.verification_uri().to_string(),
+        verification_uri_complete: details
+            .verification_uri_complete()
+            .map(|u| u.secret().clone()),
+        user_code: details.user_code().secret().clone(),
+    });
+    let token = client
+        .exchange_device_access_token(&details)
+        .request_async(&http, tokio::time::sleep, None)
+        .await
+        .map_err(|e| token_error(e, &discovery.token_endpoint))?;
+    credentials_from(&token, server, &settings.issuer, &settings.client_id, None)
+}
+
+/// New tokens from the refresh token, without the user.
+pub async fn refresh(credentials: &Credentials) -> Result<Credentials> {
+    let refresh_token = credentials
+        .refresh_token
+        .clone()
+        .ok_or_else(|| CliError::LoginExpired("no refresh token was issued".into()))?;
+    let http = http();
+    let discovery = discover(&http, &credentials.issuer).await?;
+    let client: OidcClient<EndpointNotSet> =
+        oauth2::Client::new(ClientId::new(credentials.client_id.clone()))
+            .set_auth_type(AuthType::RequestBody)
+            .set_token_uri(TokenUrl::new(discovery.token_endpoint.clone()).map_err(url_error)?);
+    let token = client
+        .exchange_refresh_token(&RefreshToken::new(refresh_token.clone()))
+        .request_async(&http)
+        .await
+        .map_err(|e| token_error(e, &discovery.token_endpoint))?;
+    credentials_from(
+        &token,
+        &credentials.server,
+        &credentials.issuer,
+        &credentials.client_id,
+        Some(refresh_token),
+    )
+}

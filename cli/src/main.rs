@@ -1,0 +1,390 @@
+//! kubespaces: see the library documentation. Errors are one line on stderr; exit codes are
+//! listed in `kubespaces --help`.
+
+use std::{io::IsTerminal, path::PathBuf, time::Duration};
+
+use clap::{CommandFactory, Parser, Subcommand};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use kubespaces_api::api::Tenant;
+use kubespaces_cli::{
+    client::{CreateTenant, Session},
+    credentials,
+    error::{CliError, EXIT_CODES_HELP, Result, exit},
+    kubeconfig, login,
+    output::{self, Format},
+};
+
+#[derive(Parser)]
+#[command(name = "kubespaces", version, about = "Your own Kubernetes: create and use KubeSpaces tenants", after_help = EXIT_CODES_HELP)]
+struct Cli {
+    /// The KubeSpaces server (default: the one you logged in to).
+    #[arg(long, global = true, env = "KUBESPACES_SERVER")]
+    server: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    output: Format,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Log in with your organisation's identity provider (OIDC device flow).
+    Login {
+        /// Do not try to open a browser; only print the URL and the code.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the stored tokens.
+    Logout,
+    /// Create, inspect and delete tenants.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(clap::Args)]
+struct WaitArgs {
+    /// Wait until the tenant is Ready (create, get) or gone (delete), showing its progress.
+    #[arg(long)]
+    wait: bool,
+    /// How long --wait waits, e.g. 90s, 10m.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    timeout: Duration,
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant that you own.
+    Create {
+        name: String,
+        /// CPU for your workloads, e.g. 8 or 500m.
+        #[arg(long)]
+        cpu: String,
+        /// Memory for your workloads, e.g. 16Gi.
+        #[arg(long)]
+        memory: String,
+        /// Persistent storage, e.g. 50Gi (without it the tenant cannot claim volumes).
+        #[arg(long)]
+        storage: Option<String>,
+        /// Admins only: the owner's email.
+        #[arg(long)]
+        owner: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Show one tenant.
+    Get {
+        name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// List your tenants (all tenants for admins).
+    #[command(alias = "ls")]
+    List,
+    /// Delete a tenant and everything in it.
+    Delete {
+        name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Fetch the tenant's kubeconfig: merged into your kubeconfig (context named after the
+    /// tenant), or printed.
+    Kubeconfig {
+        name: String,
+        /// Merge into $KUBECONFIG (its first file) or ~/.kube/config, keeping every other entry.
+        #[arg(long, conflicts_with = "print")]
+        merge: bool,
+        /// Print it to stdout (the default without --merge).
+        #[arg(long)]
+        print: bool,
+        /// With --merge: the kubeconfig file to merge into.
+        #[arg(long, requires = "merge")]
+        kubeconfig: Option<PathBuf>,
+    },
+}
+
+fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let d: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration such as 90s or 10m: {e}"))?;
+    d.try_into()
+        .map_err(|_| format!("{text:?} must not be negative"))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => std::process::exit(exit::OK),
+        Err(e) => {
+            eprintln!("kubespaces: error: {}", e.one_line());
+            std::process::exit(e.exit_code());
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let format = cli.output;
+    match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "kubespaces",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Login { no_browser } => {
+            let server = match cli.server {
+                Some(server) => server,
+                None => credentials::load().map(|c| c.server).map_err(|_| {
+                    CliError::Other("which server? use: kubespaces login --server URL".into())
+                })?,
+            };
+            let creds = login::device_login(&server, |prompt| {
+                let url = prompt
+                    .verification_uri_complete
+                    .as_deref()
+                    .unwrap_or(&prompt.verification_uri);
+                eprintln!("To log in, open this page in a browser:\n\n    {url}\n");
+                eprintln!("and confirm the code: {}\n", prompt.user_code);
+                let graphical = std::env::var_os("DISPLAY").is_some()
+                    || std::env::var_os("WAYLAND_DISPLAY").is_some()
+                    || cfg!(target_os = "macos")
+                    || cfg!(windows);
+                if !no_browser && graphical && webbrowser::open(url).is_ok() {
+                    eprintln!("(opened in your browser)");
+                }
+                eprintln!("Waiting for you to confirm...");
+            })
+            .await?;
+            credentials::save(&creds)?;
+            eprintln!(
+                "Logged in to {} as {} (tokens in {}).",
+                creds.server,
+                creds.email().unwrap_or_else(|| "?".into()),
+                credentials::path()?.display()
+            );
+            Ok(())
+        }
+        Command::Logout => {
+            if credentials::remove()? {
+                eprintln!("Logged out.");
+            } else {
+                eprintln!("Not logged in.");
+            }
+            Ok(())
+        }
+        Command::Tenant(command) => {
+            let mut session = Session::open(cli.server.as_deref()).await?;
+            tenant(&mut session, command, format).await
+        }
+    }
+}
+
+async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -> Result<()> {
+    match command {
+        TenantCommand::Create {
+            name,
+            cpu,
+            memory,
+            storage,
+            owner,
+            wait,
+        } => {
+            let created = session
+                .create(&CreateTenant {
+                    name: name.clone(),
+                    cpu,
+                    memory,
+                    storage,
+                    owner,
+                })
+                .await?;
+            let shown = if wait.wait {
+                wait_ready(session, &name, wait.timeout).await?
+            } else {
+                eprintln!("tenant {name} created");
+                created
+            };
+            print!("{}", output::print(&[shown], format, true));
+            Ok(())
+        }
+        TenantCommand::Get { name, wait } => {
+            let tenant = session.get(&name).await?;
+            let tenant = if wait.wait && !tenant.is_ready() {
+                wait_ready(session, &name, wait.timeout).await?
+            } else {
+                tenant
+            };
+            print!("{}", output::print(&[tenant], format, true));
+            Ok(())
+        }
+        TenantCommand::List => {
+            let tenants = session.list().await?;
+            print!("{}", output::print(&tenants, format, false));
+            Ok(())
+        }
+        TenantCommand::Delete { name, wait } => {
+            if wait.wait {
+                // Watch first, so the deletion cannot slip by unseen.
+                let stream = session.watch(&name).await?;
+                session.delete(&name).await?;
+                wait_gone(stream, &name, wait.timeout).await?;
+                eprintln!("tenant {name} deleted");
+            } else {
+                session.delete(&name).await?;
+                eprintln!("tenant {name} is being deleted");
+            }
+            Ok(())
+        }
+        TenantCommand::Kubeconfig {
+            name,
+            merge,
+            print: _,
+            kubeconfig: path,
+        } => {
+            let text = session.kubeconfig(&name).await?;
+            if !merge {
+                print!("{text}");
+                return Ok(());
+            }
+            let target = kubeconfig::target(path.as_deref())?;
+            let existing = match std::fs::read_to_string(&target) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => {
+                    return Err(CliError::Other(format!(
+                        "cannot read {}: {e}",
+                        target.display()
+                    )));
+                }
+            };
+            let merged = kubeconfig::merge(&existing, &text, &name)?;
+            credentials::write_private(&target, merged.as_bytes())?;
+            eprintln!(
+                "context {name} merged into {} (use it: kubectl config use-context {name})",
+                target.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Progress on stderr: a spinner on a terminal, one line per change otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    last: String,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Progress {
+            bar,
+            last: String::new(),
+        }
+    }
+
+    fn show(&mut self, message: String) {
+        if message == self.last {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.set_message(message.clone()),
+            None => eprintln!("{message}"),
+        }
+        self.last = message;
+    }
+
+    fn done(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn describe(t: &Tenant) -> String {
+    let name = t.metadata.name.as_deref().unwrap_or("");
+    match output::pending(t) {
+        Some(pending) => format!("{name}: {} (waiting for {pending})", output::phase(t)),
+        None => format!("{name}: {}", output::phase(t)),
+    }
+}
+
+async fn wait_ready(session: &mut Session, name: &str, timeout: Duration) -> Result<Tenant> {
+    let mut progress = Progress::new();
+    let result = tokio::time::timeout(timeout, async {
+        loop {
+            let mut stream = std::pin::pin!(session.watch(name).await?);
+            while let Some(change) = stream.next().await {
+                let change = change?;
+                if change.kind == "deleted" {
+                    return Err(CliError::NotFound(name.to_owned()));
+                }
+                let t = change.tenant;
+                progress.show(describe(&t));
+                if t.is_ready() {
+                    return Ok(t);
+                }
+                if t.phase() == Some("Failed") {
+                    return Err(CliError::Timeout(format!(
+                        "tenant {name} failed: {}",
+                        output::pending(&t).unwrap_or_default()
+                    )));
+                }
+            }
+            // The stream ended (server restart, or we fell behind): watch again.
+        }
+    })
+    .await;
+    let last = progress.last.clone();
+    progress.done();
+    result.unwrap_or_else(|_| {
+        Err(CliError::Timeout(format!(
+            "tenant {name} was not Ready within {}s (last seen: {last})",
+            timeout.as_secs()
+        )))
+    })
+}
+
+async fn wait_gone(
+    stream: impl futures::Stream<Item = Result<kubespaces_cli::client::Change>>,
+    name: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let mut progress = Progress::new();
+    let mut stream = std::pin::pin!(stream);
+    let result = tokio::time::timeout(timeout, async {
+        while let Some(change) = stream.next().await {
+            let change = change?;
+            if change.kind == "deleted" {
+                return Ok(());
+            }
+            progress.show(describe(&change.tenant));
+        }
+        Err(CliError::Other(format!(
+            "the live stream ended before tenant {name} was gone; check with: kubespaces tenant get {name}"
+        )))
+    })
+    .await;
+    progress.done();
+    result.unwrap_or_else(|_| {
+        Err(CliError::Timeout(format!(
+            "tenant {name} was not gone within {}s",
+            timeout.as_secs()
+        )))
+    })
+}
