@@ -59,6 +59,7 @@ env_set "$STATE/env" KUBESPACES_API_GATEWAY "kubespaces-gateway/kubespaces/api"
 env_set "$STATE/env" KUBESPACES_TLSSERVER_IMAGE "localhost/kubespaces/tlsserver:1"
 
 log "starting hosts-sync (the routes' hostnames in /etc/hosts)"
+stop_one "$STATE" hosts-sync 5   # one started by an earlier run of this script
 # The interpreter itself, not a version manager's shim in front of it (pid_alive checks the exe).
 PY=$(python3 -c 'import sys; print(sys.executable)')
 start_bg "$STATE" hosts-sync "$PY" "$HARNESS_DIR/hosts-sync.py" run "$STATE"
