@@ -5,6 +5,9 @@
 #
 # Users (all with password "password"; the hash below is bcrypt("password")):
 #   alice@example.com, bob@example.com  ordinary users
+#   dave@example.com                    ordinary user, only for the CLI's login test: Dex keeps one
+#                                       refresh token per user and client, so a login elsewhere
+#                                       as the same user would revoke the one under test
 #   admin@example.com                   member of the group kubespaces-admins (the server's admin group)
 #   carol@example.com                   email NOT verified (the server must refuse her)
 # Client "kubespaces": public (device flow needs one), redirect URIs /device/callback and the
@@ -68,6 +71,7 @@ staticPasswords:
 - {email: alice@example.com, hash: "$HASH", username: alice, userID: 0b5d3f1e-0000-4000-8000-00000000a11c}
 - {email: bob@example.com, hash: "$HASH", username: bob, userID: 0b5d3f1e-0000-4000-8000-000000000b0b}
 - {email: admin@example.com, hash: "$HASH", username: admin, userID: 0b5d3f1e-0000-4000-8000-0000000ad111, groups: [kubespaces-admins]}
+- {email: dave@example.com, hash: "$HASH", username: dave, userID: 0b5d3f1e-0000-4000-8000-00000000da4e}
 - {email: carol@example.com, hash: "$HASH", username: carol, userID: 0b5d3f1e-0000-4000-8000-00000000ca01, emailVerified: false}
 staticClients:
 - id: kubespaces
@@ -87,4 +91,4 @@ wait_for "Dex at $ISSUER" 30 curl -fsS "$ISSUER/.well-known/openid-configuration
 env_set "$ENV_FILE" KUBESPACES_OIDC_ISSUER "$ISSUER"
 env_set "$ENV_FILE" KUBESPACES_OIDC_CLIENT_ID kubespaces
 env_set "$ENV_FILE" KUBESPACES_DEX_BIN "$BIN/dex"
-log "Dex ready at $ISSUER (client kubespaces; users alice, bob, admin, carol @example.com, password: password)"
+log "Dex ready at $ISSUER (client kubespaces; users alice, bob, dave, admin, carol @example.com, password: password)"

@@ -66,6 +66,15 @@ impl Dex {
     }
 
     pub async fn token_for_client(&self, email: &str, client_id: &str) -> String {
+        let response = self.token_response(email, client_id).await;
+        response["id_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no id_token from Dex: {response}"))
+            .to_owned()
+    }
+
+    /// Dex's whole token response (ID, access and refresh tokens) for `email`.
+    pub async fn token_response(&self, email: &str, client_id: &str) -> Value {
         let token_url = self.discovery().await["token_endpoint"]
             .as_str()
             .expect("token_endpoint")
@@ -85,10 +94,7 @@ impl Dex {
             .json()
             .await
             .expect("Dex token JSON");
-        response["id_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no id_token from Dex: {response}"))
-            .to_owned()
+        response
     }
 
     /// The JWKS Dex signs with.

@@ -1,0 +1,580 @@
+//! The `kubespaces` binary against real Dex, the KubeSpaces server (in the test process, as the
+//! chart's ServiceAccount) and the real cluster with the shared operator: the device-flow login
+//! with the test playing the user's browser on Dex's pages, the token file, refresh, logout, the
+//! SPEC walk-through, and the errors with their exit codes.
+//!
+//! Needs the harness environment (KUBESPACES_ACCEPTANCE=1, KUBECONFIG, KUBESPACES_OIDC_ISSUER
+//! from acceptance/harness/dex.sh, the chart installed).
+
+use std::{
+    os::unix::fs::PermissionsExt,
+    path::PathBuf,
+    process::{Output, Stdio},
+    time::Duration,
+};
+
+use k8s_openapi::api::{
+    authentication::v1::{TokenRequest, TokenRequestSpec},
+    core::v1::{Node, Secret, ServiceAccount},
+    rbac::v1::{ClusterRole, ClusterRoleBinding},
+};
+use kube::{
+    Api,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use kubespaces_acceptance::{
+    Env,
+    oidc::{Dex, Server, confirm_device_code},
+    wait_for, wait_gone,
+};
+use kubespaces_api::{
+    api::{KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, Tenant},
+    names,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const CLI: &str = env!("CARGO_BIN_EXE_kubespaces");
+
+/// One user's CLI: its own config directory (token file) and kubeconfig.
+struct User {
+    dir: tempfile::TempDir,
+}
+
+impl User {
+    fn new() -> User {
+        User {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn config_dir(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+
+    fn credentials(&self) -> PathBuf {
+        self.config_dir().join("credentials.json")
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kube/config")
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new(CLI);
+        c.args(args)
+            .env("KUBESPACES_CONFIG_DIR", self.config_dir())
+            .env("KUBECONFIG", self.kubeconfig())
+            .env_remove("KUBESPACES_SERVER")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .stdin(Stdio::null());
+        c
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().await.expect("run kubespaces")
+    }
+
+    /// Runs and expects success; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.status.success(),
+            "kubespaces {args:?} failed ({:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs, expects exit `code` and a one-line error containing `needle`.
+    async fn fails(&self, args: &[&str], code: i32, needle: &str) -> String {
+        let out = self.run(args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "kubespaces {args:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+        assert!(stderr.starts_with("kubespaces: error: "), "{stderr}");
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
+        stderr
+    }
+
+    /// Logged in without the device flow (for tests about other things): Dex's tokens for
+    /// `email`, written where `login` writes them.
+    async fn log_in_directly(&self, dex: &Dex, server: &Server, email: &str) {
+        let tokens = dex.token_response(email, &dex.client_id).await;
+        let credentials = json!({
+            "server": server.url, "issuer": dex.issuer, "clientId": dex.client_id,
+            "idToken": tokens["id_token"], "refreshToken": tokens["refresh_token"],
+        });
+        std::fs::create_dir_all(self.config_dir()).unwrap();
+        std::fs::write(self.credentials(), credentials.to_string()).unwrap();
+    }
+
+    fn stored(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.credentials()).unwrap()).unwrap()
+    }
+
+    fn store(&self, credentials: &Value) {
+        std::fs::write(self.credentials(), credentials.to_string()).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn device_login_stores_tokens_0600_refreshes_them_and_logout_removes_them() {
+    let _env = Env::get();
+    let dex = Dex::get();
+    let server = Server::with_dex(&dex).await;
+    // dave: no other test logs in as him (Dex keeps one refresh token per user and client).
+    let dave = User::new();
+
+    let mut login = dave
+        .command(&["login", "--server", &server.url, "--no-browser"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
+    let mut printed = vec![];
+    let url = loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("login prints the URL")
+            .unwrap()
+            .unwrap_or_else(|| panic!("login ended early: {printed:?}"));
+        printed.push(line.clone());
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    let code_line = loop {
+        let line = lines.next_line().await.unwrap().unwrap();
+        if line.contains("code:") {
+            break line;
+        }
+    };
+    let code = code_line.rsplit(' ').next().unwrap().to_owned();
+    assert!(
+        url.contains("/device") && url.contains(&code),
+        "URL {url} carries the code {code}"
+    );
+    // The browser's part, on Dex's real pages.
+    let page = confirm_device_code(&url, "dave@example.com").await;
+    assert!(
+        page.contains("Login Successful") || page.contains("successful"),
+        "{page}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(60), login.wait())
+        .await
+        .expect("login finishes once the code is confirmed")
+        .unwrap();
+    let mut rest = vec![];
+    while let Ok(Some(l)) = lines.next_line().await {
+        rest.push(l);
+    }
+    assert!(status.success(), "login: {rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("as dave@example.com")),
+        "{rest:?}"
+    );
+
+    let mode = std::fs::metadata(dave.credentials())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the token file is 0600");
+    let stored = dave.stored();
+    assert!(
+        stored["refreshToken"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{stored}"
+    );
+    assert!(dave.ok(&["tenant", "list"]).await.starts_with("NAME"));
+
+    // An ID token past its expiry is refreshed before use, without a new login.
+    let expired = {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let old = stored["idToken"].as_str().unwrap();
+        let mut parts = old.split('.');
+        let header = parts.next().unwrap();
+        let mut claims: Value =
+            serde_json::from_slice(&b64.decode(parts.next().unwrap()).unwrap()).unwrap();
+        claims["exp"] = json!(jiff::Timestamp::now().as_second() - 60);
+        format!(
+            "{header}.{}.{}",
+            b64.encode(claims.to_string()),
+            parts.next().unwrap()
+        )
+    };
+    let mut c = stored.clone();
+    c["idToken"] = json!(expired);
+    dave.store(&c);
+    dave.ok(&["tenant", "list"]).await;
+    let refreshed = dave.stored();
+    assert_ne!(
+        refreshed["idToken"],
+        json!(expired),
+        "a new ID token was stored"
+    );
+    assert_ne!(refreshed["idToken"], stored["idToken"]);
+    let mode = std::fs::metadata(dave.credentials())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "still 0600 after the refresh");
+
+    // A token that looks fresh but the server refuses (revoked, rotated keys): refreshed on the
+    // 401 and the request repeated.
+    let mut c = refreshed.clone();
+    let valid = refreshed["idToken"].as_str().unwrap();
+    let forged = format!("{}.AAAA", valid.rsplit_once('.').unwrap().0);
+    c["idToken"] = json!(forged);
+    dave.store(&c);
+    assert!(dave.ok(&["tenant", "list"]).await.starts_with("NAME"));
+    assert_ne!(dave.stored()["idToken"], json!(forged));
+
+    // A refresh token the issuer no longer honours: log in again, exit 3.
+    let mut c = dave.stored();
+    c["idToken"] = json!("garbage");
+    c["refreshToken"] = json!("revoked");
+    dave.store(&c);
+    dave.fails(&["tenant", "list"], 3, "kubespaces login").await;
+
+    dave.ok(&["logout"]).await;
+    assert!(
+        !dave.credentials().exists(),
+        "logout removes the token file"
+    );
+    dave.fails(&["tenant", "list"], 3, "not logged in").await;
+}
+
+/// What the tenant control plane will publish, published by the test (see the provider's
+/// control_plane_stand_in.rs): status.endpoints and status.kubeconfigSecretRef under a field
+/// manager of its own, and the kubeconfig Secret. Its kubeconfig reaches the HOST cluster's API
+/// as a ServiceAccount that may list nodes: until tenants have their own control plane in this
+/// cluster, `kubectl get nodes` through it answers with the host's nodes.
+async fn publish_stand_in(env: &Env, tenant: &str) -> String {
+    let client = env.client().await;
+    let namespace = names::namespace(tenant);
+    let pp = PostParams::default();
+    let account = "cli-test-node-reader";
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &namespace);
+    wait_for("the tenant namespace", Duration::from_secs(60), || async {
+        accounts
+            .create(
+                &pp,
+                &serde_json::from_value(json!({"metadata": {"name": account}})).unwrap(),
+            )
+            .await
+            .ok()
+    })
+    .await;
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": account},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
+    }))
+    .unwrap();
+    let _ = Api::<ClusterRole>::all(client.clone())
+        .create(&pp, &role)
+        .await;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": account},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }))
+    .unwrap();
+    let bindings = Api::<ClusterRoleBinding>::all(client.clone());
+    let _ = bindings.delete(account, &DeleteParams::default()).await;
+    bindings.create(&pp, &binding).await.unwrap();
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let token = accounts
+        .create_token_request(account, &pp, &request)
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.token)
+        .unwrap();
+    // The host's API URL and CA, from the test's own kubeconfig.
+    let host = kube::config::Kubeconfig::read().unwrap();
+    let cluster = host.clusters[0].cluster.clone().unwrap();
+    let server = cluster.server.unwrap();
+    let ca = cluster.certificate_authority_data.unwrap_or_default();
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: vcluster\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: vcluster\n  context:\n    cluster: vcluster\n    user: admin\ncurrent-context: vcluster\nusers:\n- name: admin\n  user:\n    token: {token}\n"
+    );
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": KUBECONFIG_SECRET, "namespace": namespace},
+        "stringData": {KUBECONFIG_SECRET_KEY: kubeconfig},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), &namespace)
+        .create(&pp, &secret)
+        .await
+        .unwrap();
+    let api = format!("https://{tenant}.api.example.com:443");
+    let status = json!({"status": {
+        "endpoints": {"api": api, "apps": format!("https://*.{tenant}.apps.example.com")},
+        "kubeconfigSecretRef": {"name": KUBECONFIG_SECRET, "namespace": namespace},
+    }});
+    Api::<Tenant>::all(client)
+        .patch_status(
+            tenant,
+            &PatchParams::apply("kubespaces-acceptance-cli-stand-in"),
+            &Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
+    api
+}
+
+const EXISTING_KUBECONFIG: &str = "apiVersion: v1
+# contexts I already had
+clusters:
+- cluster:
+    server: https://prod.example.com:6443   # production
+  name: prod
+contexts:
+- context:
+    cluster: prod
+    namespace: web
+    user: me
+  name: prod
+current-context: prod
+kind: Config
+preferences: {}
+users:
+- name: me
+  user:
+    token: my-own-token
+";
+
+fn lines_in_order(haystack: &str, needles: &str) -> bool {
+    let mut rest = haystack.lines();
+    needles.lines().all(|n| rest.any(|l| l == n))
+}
+
+#[tokio::test]
+async fn the_spec_walk_through() {
+    let env = Env::get();
+    let dex = Dex::get();
+    let server = Server::with_dex(&dex).await;
+    let tenants = env.tenants().await;
+    let _ = tenants.delete("team-atlas", &DeleteParams::default()).await;
+    wait_gone(&tenants, "team-atlas", Duration::from_secs(120)).await;
+    let alice = User::new();
+    alice
+        .log_in_directly(&dex, &server, "alice@example.com")
+        .await;
+    std::fs::create_dir_all(alice.kubeconfig().parent().unwrap()).unwrap();
+    std::fs::write(alice.kubeconfig(), EXISTING_KUBECONFIG).unwrap();
+
+    alice
+        .ok(&[
+            "tenant",
+            "create",
+            "team-atlas",
+            "--cpu",
+            "8",
+            "--memory",
+            "16Gi",
+        ])
+        .await;
+    let api = publish_stand_in(&env, "team-atlas").await;
+
+    let table = alice
+        .ok(&["tenant", "get", "team-atlas", "--wait", "--timeout", "3m"])
+        .await;
+    let mut rows = table.lines();
+    assert_eq!(rows.next(), Some("NAME         PHASE   API"), "{table}");
+    assert_eq!(
+        rows.next(),
+        Some(format!("team-atlas   Ready   {api}").as_str()),
+        "{table}"
+    );
+
+    alice
+        .ok(&["tenant", "kubeconfig", "team-atlas", "--merge"])
+        .await;
+    let merged = std::fs::read_to_string(alice.kubeconfig()).unwrap();
+    assert!(
+        lines_in_order(&merged, EXISTING_KUBECONFIG),
+        "every line kept, in order:\n{merged}"
+    );
+    let mode = std::fs::metadata(alice.kubeconfig())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new(&env.kubectl)
+            .args(args)
+            .env("KUBECONFIG", alice.kubeconfig())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    kubectl(&["config", "use-context", "team-atlas"]);
+    let nodes = kubectl(&["get", "nodes", "-o", "name"]);
+    let host_nodes = Api::<Node>::all(env.client().await)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let first = host_nodes.items[0].metadata.name.clone().unwrap();
+    assert!(
+        nodes.contains(&format!("node/{first}")),
+        "kubectl get nodes through the tenant context: {nodes}"
+    );
+    // The other contexts are still there and untouched.
+    assert!(
+        kubectl(&["config", "get-contexts", "-o", "name"])
+            .lines()
+            .any(|l| l == "prod")
+    );
+
+    let list = alice.ok(&["tenant", "list"]).await;
+    assert!(list.lines().any(|l| l.starts_with("team-atlas ")), "{list}");
+    let json: Value = serde_json::from_str(
+        &alice
+            .ok(&["tenant", "get", "team-atlas", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(json["spec"]["owner"], "alice@example.com");
+    let yaml = alice.ok(&["tenant", "list", "-o", "yaml"]).await;
+    assert!(yaml.contains("name: team-atlas"), "{yaml}");
+
+    alice
+        .ok(&[
+            "tenant",
+            "delete",
+            "team-atlas",
+            "--wait",
+            "--timeout",
+            "3m",
+        ])
+        .await;
+    assert!(
+        tenants.get_opt("team-atlas").await.unwrap().is_none(),
+        "gone when delete --wait returns"
+    );
+    let _ = Api::<ClusterRoleBinding>::all(env.client().await)
+        .delete("cli-test-node-reader", &DeleteParams::default())
+        .await;
+    let _ = Api::<ClusterRole>::all(env.client().await)
+        .delete("cli-test-node-reader", &DeleteParams::default())
+        .await;
+}
+
+#[tokio::test]
+async fn errors_are_one_line_with_their_exit_codes() {
+    let env = Env::get();
+    let dex = Dex::get();
+    let server = Server::with_dex(&dex).await;
+    let tenants = env.tenants().await;
+    let _ = tenants.delete("cli-errors", &DeleteParams::default()).await;
+    wait_gone(&tenants, "cli-errors", Duration::from_secs(120)).await;
+
+    let nobody = User::new();
+    nobody
+        .fails(
+            &["tenant", "list"],
+            3,
+            "not logged in: run `kubespaces login --server URL`",
+        )
+        .await;
+
+    let bob = User::new();
+    bob.log_in_directly(&dex, &server, "bob@example.com").await;
+    bob.fails(
+        &["tenant", "list", "--server", "http://127.0.0.1:9"],
+        4,
+        "cannot reach the KubeSpaces server at http://127.0.0.1:9",
+    )
+    .await;
+    bob.fails(
+        &["tenant", "get", "no-such-tenant"],
+        5,
+        "tenant \"no-such-tenant\" not found",
+    )
+    .await;
+    bob.fails(
+        &[
+            "tenant",
+            "create",
+            "cli-errors",
+            "--cpu",
+            "lots",
+            "--memory",
+            "1Gi",
+        ],
+        7,
+        "must be a Kubernetes quantity",
+    )
+    .await;
+    bob.ok(&[
+        "tenant",
+        "create",
+        "cli-errors",
+        "--cpu",
+        "1",
+        "--memory",
+        "1Gi",
+    ])
+    .await;
+    bob.fails(
+        &[
+            "tenant",
+            "create",
+            "cli-errors",
+            "--cpu",
+            "1",
+            "--memory",
+            "1Gi",
+        ],
+        6,
+        "tenant \"cli-errors\" already exists",
+    )
+    .await;
+    bob.fails(
+        &["tenant", "kubeconfig", "cli-errors"],
+        9,
+        "has no kubeconfig yet",
+    )
+    .await;
+    // Someone else's tenant is as unknown as a missing one.
+    let alice = User::new();
+    alice
+        .log_in_directly(&dex, &server, "alice@example.com")
+        .await;
+    alice
+        .fails(&["tenant", "delete", "cli-errors"], 5, "not found")
+        .await;
+    // Usage errors are clap's (exit 2).
+    assert_eq!(bob.run(&["tenant", "create"]).await.status.code(), Some(2));
+    // Completions are generated.
+    assert!(
+        bob.ok(&["completions", "bash"])
+            .await
+            .contains("kubespaces")
+    );
+
+    bob.ok(&["tenant", "delete", "cli-errors", "--wait"]).await;
+}
