@@ -11,7 +11,8 @@
 #   4. the memory of the vCluster pod: RSS per process, and its cgroup's usage.
 # Release (default vc1) in namespace RELEASE. Extra helm args (e.g. --set ...) are passed on, for
 # trying other values. KEEP=1 leaves the release installed; otherwise it is uninstalled and its
-# namespace deleted at the end. Needs: build-tools.sh --with helm --with vcluster.
+# namespace deleted at the end. SETTLE=N measures memory N seconds after the checks. Needs:
+# build-tools.sh --with helm --with vcluster.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -41,6 +42,19 @@ since() { python3 -c "print(f'{$(now) - $1:.1f}')"; }
 
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" vcluster "$STATE" >/dev/null
 
+# Unless KEEP=1, the release and its namespace go at the end, also when a check failed.
+cleanup() {
+  local rc=$?
+  trap - ERR
+  if [ "${KEEP:-}" != 1 ]; then
+    "$BIN/helm" uninstall "$REL" -n "$NS" --wait >/dev/null 2>&1 || true
+    "$K" delete namespace "$NS" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+    rm -f "$STATE/vc-$REL.kubeconfig"
+    log "uninstalled $REL and deleted namespace $NS"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
 log "helm install $REL $(basename "$CHART") -n $NS $*"
 t0=$(now)
 "$BIN/helm" install "$REL" "$CHART" -n "$NS" --create-namespace -f "$VALUES" \
@@ -100,7 +114,9 @@ vk exec smoke -- nslookup kubernetes.default.svc.cluster.local >&2 \
   || die "name resolution through the vCluster's CoreDNS failed"
 log "DNS inside the vCluster works"
 
-# Memory of the vCluster pod's processes (cgroup v1: memory.usage/stat of the pod's cgroup).
+# Memory of the vCluster pod's processes (cgroup v1: memory.usage/stat of the pod's cgroup), after
+# SETTLE seconds (default 0: right away) for figures taken at the same point of a run.
+if [ "${SETTLE:-0}" -gt 0 ]; then log "measuring in ${SETTLE}s"; sleep "$SETTLE"; fi
 uid=$("$K" -n "$NS" get pod "$REL-0" -o jsonpath='{.metadata.uid}')
 log "RSS of the vCluster pod $REL-0 (MiB):"
 total=0
@@ -120,13 +136,8 @@ if [ -n "$cg" ]; then
     END {printf "  pod cgroup: usage %d MiB (rss %d, cache %d)\n", u/1048576, r/1048576, c/1048576}' \
     "$cg/memory.stat" >&2
 fi
+cg=$(find /sys/fs/cgroup/cpuacct -maxdepth 6 -type d -name "pod$uid" 2>/dev/null | head -1)
+[ -z "$cg" ] || log "CPU used by the vCluster pod since its start: $(awk '{printf "%.1f s", $1/1e9}' "$cg/cpuacct.usage")"
 log "requests/limits of the syncer: $("$K" -n "$NS" get pod "$REL-0" -o jsonpath='{.spec.containers[0].resources}')"
 
-if [ "${KEEP:-}" != 1 ]; then
-  vk delete pod smoke --wait=false >/dev/null 2>&1 || true
-  "$BIN/helm" uninstall "$REL" -n "$NS" --wait >&2
-  "$K" delete namespace "$NS" --wait=true --timeout=120s >&2
-  rm -f "$VK"
-  log "uninstalled $REL and deleted namespace $NS"
-fi
 echo "secret_seconds=$T_SECRET rss_total_mib=$total"
