@@ -71,8 +71,9 @@ fn b64(path: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The backend (tlsserver with the certificate), its Service, and one TLSRoute per hostname,
-/// each attached to the listener named by KUBESPACES_API_GATEWAY.
+/// The backend (tlsserver with the certificate), its Service, a client pod (kubectl, the CA in
+/// /ca) to reach the Gateway from inside the cluster, and one TLSRoute per hostname, each attached
+/// to the listener named by KUBESPACES_API_GATEWAY.
 fn manifests(dir: &Path, image: &str, routes: &[(&str, &str)]) -> String {
     let parent = var("KUBESPACES_API_GATEWAY");
     let [gw_ns, gw_name, section]: [&str; 3] = parent
@@ -114,9 +115,33 @@ metadata: {{name: smoke, namespace: {NS}}}
 spec:
   selector: {{app: smoke}}
   ports: [{{name: https, port: 443, targetPort: https}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: smoke-ca, namespace: {NS}}}
+data: {{ca.crt: {ca_pem}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: client, namespace: {NS}}}
+spec:
+  automountServiceAccountToken: false
+  # sleep as PID 1 ignores SIGTERM: without this, deleting the namespace waits 30 s for it.
+  terminationGracePeriodSeconds: 0
+  securityContext: {{runAsNonRoot: true, runAsUser: 65534}}
+  containers:
+  - name: kubectl
+    image: {client_image}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "86400"]
+    volumeMounts: [{{name: ca, mountPath: /ca, readOnly: true}}]
+  volumes: [{{name: ca, configMap: {{name: smoke-ca}}}}]
 "#,
         crt = b64(&dir.join("tls.crt")),
         key = b64(&dir.join("tls.key")),
+        // A JSON string is a YAML scalar: the PEM's newlines escaped.
+        ca_pem = Value::String(read(&dir.join("ca.crt"))),
+        client_image = var("KUBESPACES_KUBECTL_IMAGE"),
     );
     for (name, host) in routes {
         yaml.push_str(&format!(
@@ -248,7 +273,8 @@ spec:
 
 /// The Gateway is Programmed with its `api` listener, and a TLSRoute under `*.api.<domain>` reaches
 /// its backend from this machine by name alone (hosts-sync's entry, port 443), end to end TLS: the
-/// certificate curl verifies is the backend's. A route for a name outside the listener's hostname
+/// certificate curl verifies is the backend's; a pod reaches it the same way through the Gateway's
+/// Service. A route for a name outside the listener's hostname
 /// is refused, and so is a route from a namespace that is not a tenant's; neither gets a hosts
 /// entry, and the outside name is not routed. Deleting the routes removes the entry.
 #[tokio::test]
@@ -342,6 +368,39 @@ async fn a_tls_route_reaches_its_backend_by_name_through_the_gateway() {
         &format!("https://{host}:443/ through the Gateway"),
         SETTLE,
         || curl(&ca, &host, None),
+    )
+    .await;
+    assert_eq!(body.trim(), format!("hello from smoke (sni {host})"));
+
+    // From a pod, through the Gateway's Service (KUBESPACES_GATEWAY_SERVICE) with the same server
+    // name: kubectl is the TLS client at hand in the cluster, its --raw GET prints the body.
+    let service = var("KUBESPACES_GATEWAY_SERVICE");
+    let server = format!("--server=https://{service}");
+    let sni = format!("--tls-server-name={host}");
+    let body = retry_until(
+        &format!("{host} from a pod through {service}"),
+        SETTLE,
+        || {
+            let out = env.exec(
+                NS,
+                "client",
+                &[
+                    "kubectl",
+                    "get",
+                    "--raw",
+                    "/",
+                    &server,
+                    &sni,
+                    "--certificate-authority=/ca/ca.crt",
+                    "--token=none",
+                ],
+            );
+            if out.status.success() {
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            } else {
+                Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+            }
+        },
     )
     .await;
     assert_eq!(body.trim(), format!("hello from smoke (sni {host})"));
