@@ -10,8 +10,9 @@
 #                                       as the same user would revoke the one under test
 #   admin@example.com                   member of the group kubespaces-admins (the server's admin group)
 #   carol@example.com                   email NOT verified (the server must refuse her)
-# Client "kubespaces": public (device flow needs one), redirect URIs /device/callback and the
-# portal's callback ($KUBESPACES_PORTAL_REDIRECT, default http://127.0.0.1:8080/auth/callback).
+# Client "kubespaces": public (device flow needs one). Without redirect URIs Dex accepts the device
+# flow's /device/callback and any http://127.0.0.1:<port>/... (a portal on any loopback port, as
+# the tests start it); $KUBESPACES_PORTAL_REDIRECT names the portal's callback instead.
 # Client "other-app": a second application of the same issuer (its tokens carry another audience).
 # The password grant is enabled (oauth2.passwordConnector) for tests that need a token but do not
 # test the login itself.
@@ -48,7 +49,8 @@ BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh" --with dex)}
 
 PORT=$(freeport)
 ISSUER="http://127.0.0.1:$PORT/dex"
-REDIRECT=${KUBESPACES_PORTAL_REDIRECT:-http://127.0.0.1:8080/auth/callback}
+REDIRECTS=""
+[ -z "${KUBESPACES_PORTAL_REDIRECT:-}" ] || REDIRECTS="redirectURIs: ['/device/callback', '$KUBESPACES_PORTAL_REDIRECT']"
 # shellcheck disable=SC2016  # a bcrypt hash, not an expression
 HASH='$2a$10$2b2cU8CPhOTaGrs1HRQuAueS7JTT5ZHsHSzYiFPm1leZck7Mc8T4W'
 mkdir -p "$STATE/dex"
@@ -77,7 +79,7 @@ staticClients:
 - id: kubespaces
   name: KubeSpaces
   public: true
-  redirectURIs: ['/device/callback', '$REDIRECT']
+  $REDIRECTS
 # Another application of the same issuer: its ID tokens are valid, but not for KubeSpaces (aud).
 - id: other-app
   name: Other application

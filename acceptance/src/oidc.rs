@@ -241,6 +241,7 @@ impl Server {
                 .to_vec(),
             admin_group: Some(ADMIN_GROUP.into()),
             jwks_min_refresh_secs: jwks_min_refresh.as_secs(),
+            public_url: None,
             oidc_leeway_secs: 5,
         };
         let verifier = Arc::new(Verifier::new(
@@ -259,6 +260,7 @@ impl Server {
             tenants,
             client,
             verifier,
+            portal: Arc::new(kubespaces_server::portal::Portal::new(None)),
             config: Arc::new(config),
         };
         let task = tokio::spawn(async move {

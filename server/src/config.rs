@@ -41,6 +41,11 @@ pub struct Config {
     #[arg(long, env = "KUBESPACES_JWKS_MIN_REFRESH_SECS", default_value_t = 30)]
     pub jwks_min_refresh_secs: u64,
 
+    /// The portal's public URL (its OIDC redirect is <URL>/auth/callback). Default: the URL the
+    /// browser used (its Host header), which suits loopback; set it behind a proxy.
+    #[arg(long, env = "KUBESPACES_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
     /// Clock skew tolerated on exp and nbf, in seconds.
     #[arg(long, env = "KUBESPACES_OIDC_LEEWAY_SECS", default_value_t = 30)]
     pub oidc_leeway_secs: u64,

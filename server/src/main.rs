@@ -45,6 +45,9 @@ async fn main() -> anyhow::Result<()> {
         tenants,
         client,
         verifier,
+        portal: Arc::new(kubespaces_server::portal::Portal::new(
+            config.public_url.clone(),
+        )),
         config: Arc::new(config),
     };
     axum::serve(listener, router(state))

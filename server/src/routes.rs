@@ -43,6 +43,7 @@ pub struct AppState {
     pub client: Client,
     pub verifier: Arc<Verifier>,
     pub config: Arc<Config>,
+    pub portal: Arc<crate::portal::Portal>,
 }
 
 /// The authenticated caller.
@@ -86,6 +87,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/tenants/{name}", get(get_one).delete(delete))
         .route("/api/v1/tenants/{name}/kubeconfig", get(kubeconfig))
         .route("/api/v1/watch/tenants", get(watch))
+        .merge(crate::portal::routes())
         .layer(middleware::from_fn(trace))
         .with_state(state)
 }
@@ -128,14 +130,14 @@ async fn well_known(State(state): State<AppState>) -> Json<serde_json::Value> {
 }
 
 /// A tenant as the API shows it: the Tenant object without the API server's bookkeeping.
-fn view(tenant: &Tenant) -> Tenant {
+pub fn view(tenant: &Tenant) -> Tenant {
     let mut t = tenant.clone();
     t.metadata.managed_fields = None;
     t
 }
 
 /// The tenant if it exists and the caller may see it; NotFound in both other cases.
-fn visible(state: &AppState, caller: &Identity, name: &str) -> Result<Arc<Tenant>, ApiError> {
+pub fn visible(state: &AppState, caller: &Identity, name: &str) -> Result<Arc<Tenant>, ApiError> {
     state
         .tenants
         .get(name)
@@ -180,6 +182,16 @@ async fn create(
     Caller(caller): Caller,
     Json(body): Json<CreateTenant>,
 ) -> Result<(StatusCode, Json<Tenant>), ApiError> {
+    let created = create_tenant(&state, &caller, body).await?;
+    Ok((StatusCode::CREATED, Json(view(&created))))
+}
+
+/// Creates a tenant owned by the caller (or, for an admin, by `owner`). Shared with the portal.
+pub async fn create_tenant(
+    state: &AppState,
+    caller: &Identity,
+    body: CreateTenant,
+) -> Result<Tenant, ApiError> {
     let owner = match body.owner {
         Some(owner) if owner != caller.email && !caller.admin => {
             return Err(ApiError::Forbidden(
@@ -207,7 +219,7 @@ async fn create(
         other => ApiError::from(other),
     })?;
     info!(caller = %caller.email, tenant = %body.name, %owner, "created tenant");
-    Ok((StatusCode::CREATED, Json(view(&created))))
+    Ok(created)
 }
 
 async fn delete(
@@ -238,7 +250,33 @@ async fn kubeconfig(
     Caller(caller): Caller,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    let tenant = visible(&state, &caller, &name)?;
+    let data = tenant_kubeconfig(&state, &caller, &name).await?;
+    Ok(kubeconfig_download(&name, data))
+}
+
+/// The kubeconfig file as a download.
+pub fn kubeconfig_download(name: &str, data: Vec<u8>) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/yaml".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}.kubeconfig\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        data,
+    )
+        .into_response()
+}
+
+/// The tenant kubeconfig, for its owner or an admin. Shared with the portal.
+pub async fn tenant_kubeconfig(
+    state: &AppState,
+    caller: &Identity,
+    name: &str,
+) -> Result<Vec<u8>, ApiError> {
+    let tenant = visible(state, caller, name)?;
     let not_ready = || {
         ApiError::Conflict(format!(
             "tenant {name:?} has no kubeconfig yet (phase {}): its control plane is not ready; \
@@ -267,18 +305,7 @@ async fn kubeconfig(
         .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
         .ok_or_else(not_ready)?;
     info!(caller = %caller.email, tenant = %name, "handed out the tenant kubeconfig");
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/yaml".to_owned()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{name}.kubeconfig\""),
-            ),
-            (header::CACHE_CONTROL, "no-store".to_owned()),
-        ],
-        data.0,
-    )
-        .into_response())
+    Ok(data.0)
 }
 
 #[derive(Deserialize)]
@@ -295,8 +322,17 @@ async fn watch(
     Caller(caller): Caller,
     Query(query): Query<WatchQuery>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    changes_stream(&state, caller, query.name)
+}
+
+/// The live stream for `caller` (only `name` when given). Shared with the portal.
+pub fn changes_stream(
+    state: &AppState,
+    caller: Identity,
+    name: Option<String>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let wanted = move |t: &Tenant| {
-        caller.may_access(&t.spec.owner) && query.name.as_ref().is_none_or(|n| *n == t.name_any())
+        caller.may_access(&t.spec.owner) && name.as_ref().is_none_or(|n| *n == t.name_any())
     };
     // Subscribe before the snapshot, so nothing between the two is lost.
     let changes = BroadcastStream::new(state.tenants.subscribe());
