@@ -17,7 +17,7 @@ ensure_node_tools
 ensure_go
 ensure_rust
 
-BIN=$("$HARNESS_DIR/build-tools.sh" --with helm)
+BIN=$("$HARNESS_DIR/build-tools.sh" --with helm --with vcluster)
 log "building the operator (cargo build --release -p kubespaces-operator)"
 (cd "$REPO_ROOT" && cargo build --release -p kubespaces-operator)
 

@@ -45,10 +45,12 @@ step "the release operator, for its image (cargo build --release -p kubespaces-o
 cargo build --release -p kubespaces-operator
 
 step "control-plane binaries, OpenTofu, helm and health-check (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm --with health-check --with crossplane)
+BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm --with health-check --with crossplane --with vcluster)
 
 step "the chart (helm lint, generated manifests, values schema)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
+# The pinned vCluster chart archive is the module's chart/, file for file (provenance).
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/vcluster-chart.sh" check
 
 cluster_started=false
 status=0

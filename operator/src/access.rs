@@ -174,7 +174,9 @@ pub const CONNECTION_SECRETS: &[Access] = &[access(
      (create, or update guarded by its resourceVersion), remove it on teardown (delete)",
 )];
 /// What the operator needs inside each tenant namespace to run the tenant's control plane,
-/// in a ClusterRole that the operator binds to itself there only (with `bind`, above). The
+/// in a ClusterRole that the operator binds to itself there only (with `bind`, above). Every
+/// line it server-side applies has `create` too: applying an object that does not exist yet
+/// creates it. The
 /// chart's own Role (`vc-vcluster`, for the vCluster's ServiceAccount) is created by the
 /// operator, and the API server lets it grant only what it holds: so this table holds, besides
 /// what the operator calls itself, every rule of that Role (the pod and endpoint lines).
@@ -182,7 +184,7 @@ pub const CONTROL_PLANE: &[Access] = &[
     access(
         "",
         "serviceaccounts",
-        &["get", "patch", "delete"],
+        &["get", "create", "patch", "delete"],
         "control_plane::apply: the chart's ServiceAccounts (server-side apply; prune)",
     ),
     access(
@@ -271,7 +273,9 @@ pub const CONTROL_PLANE: &[Access] = &[
     access(
         "apps",
         "statefulsets",
-        &["get", "list", "watch", "patch", "update", "delete"],
+        &[
+            "get", "list", "watch", "create", "patch", "update", "delete",
+        ],
         "control_plane::apply: the chart's StatefulSet; teardown deletes it; the chart Role's rule",
     ),
     access(
@@ -323,32 +327,32 @@ pub const CONTROL_PLANE: &[Access] = &[
     access(
         "rbac.authorization.k8s.io",
         "roles",
-        &["get", "patch", "delete"],
+        &["get", "create", "patch", "delete"],
         "control_plane::apply: the chart's Role (server-side apply; prune)",
     ),
     access(
         "rbac.authorization.k8s.io",
         "rolebindings",
-        &["get", "patch", "delete"],
+        &["get", "create", "patch", "delete"],
         "control_plane::apply: the chart's RoleBinding (server-side apply; prune)",
     ),
     access(
         "networking.k8s.io",
         "networkpolicies",
-        &["get", "patch", "delete"],
+        &["get", "create", "patch", "delete"],
         "control_plane::network: the control plane's egress to the host API server",
     ),
     access(
         "policy",
         "poddisruptionbudgets",
-        &["get", "patch", "delete"],
+        &["get", "create", "patch", "delete"],
         "control_plane::apply: the chart's PodDisruptionBudget where the platform values turn \
          it on (server-side apply; prune)",
     ),
     access(
         "gateway.networking.k8s.io",
         "tlsroutes",
-        &["get", "patch", "delete"],
+        &["get", "create", "patch", "delete"],
         "control_plane: the API route (server-side apply, read its status; teardown)",
     ),
 ];

@@ -11,8 +11,10 @@ pub enum Error {
     /// permission (retried with backoff, so granting it is enough).
     #[error(
         "permission missing: the operator may not {what}; the API server said: {message}. Grant it \
-         in the operator's ClusterRole ({role})",
-        role = crate::access::OPERATOR_CLUSTER_ROLE
+         in the operator's ClusterRole ({role}, or, for what it does inside tenant namespaces, \
+         {control_plane})",
+        role = crate::access::OPERATOR_CLUSTER_ROLE,
+        control_plane = crate::access::CONTROL_PLANE_ROLE
     )]
     MissingPermission { what: String, message: String },
     /// An object could not be encoded for the API (a bug, not an input problem).

@@ -53,15 +53,18 @@ pub fn controller(
             .api_requests
             .get_or_create(&RequestLabels { verb })
             .inc();
-        let listed = access::request_attributes(request.method(), request.uri()).is_some_and(|a| {
+        // Paths that are no resource (discovery, /version) are open to every authenticated
+        // client (the system:discovery role), so no table lists them.
+        let listed = access::request_attributes(request.method(), request.uri()).is_none_or(|a| {
             access::covers(access::CONTROLLER, &a)
                 || access::covers(access::CONNECTION_SECRETS, &a)
                 || access::covers(access::CONTROL_PLANE, &a)
         });
         if !listed {
-            // A call the generated roles do not grant: a bug in access::CONTROLLER or
-            // access::CONNECTION_SECRETS (the latter is matched without its namespaces).
-            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER or access::CONNECTION_SECRETS");
+            // A call the generated roles do not grant: a bug in access::CONTROLLER,
+            // access::CONNECTION_SECRETS or access::CONTROL_PLANE (the latter two are matched
+            // without their namespaces).
+            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER, CONNECTION_SECRETS or CONTROL_PLANE");
             metrics.api_requests_unlisted.inc();
         }
         request

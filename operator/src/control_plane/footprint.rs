@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{Container, PodSpec},
+    api::core::v1::{Container, PodSpec, Secret},
     apimachinery::pkg::api::resource::Quantity,
 };
 use kube::api::DynamicObject;
@@ -25,6 +25,14 @@ pub fn of(
         let Some(kind) = o.types.as_ref().map(|t| t.kind.as_str()) else {
             continue;
         };
+        if kind == "Secret" {
+            // The control plane's own CoreDNS runs as a pod in the namespace too (synced from
+            // inside the tenant): its resources are in the values the chart stored.
+            for (key, n) in coredns(o, default_cpu_limit, default_memory_limit) {
+                *sum.entry(key).or_default() += n;
+            }
+            continue;
+        }
         if !matches!(kind, "StatefulSet" | "Deployment") {
             continue;
         }
@@ -51,6 +59,53 @@ pub fn of(
     sum.into_iter()
         .filter(|(_, n)| *n > 0)
         .map(|(k, n)| (k.to_owned(), format_nanos(k, n)))
+        .collect()
+}
+
+/// The CoreDNS the vCluster runs (unless embedded or off), per quota key, from the values in
+/// the chart's config Secret `vc-config-<release>`.
+fn coredns(
+    secret: &DynamicObject,
+    default_cpu_limit: &str,
+    default_memory_limit: &str,
+) -> Vec<(&'static str, i128)> {
+    if !secret
+        .metadata
+        .name
+        .as_deref()
+        .is_some_and(|n| n.starts_with("vc-config-"))
+    {
+        return vec![];
+    }
+    let Some(parsed) = serde_json::to_value(secret)
+        .ok()
+        .and_then(|v| serde_json::from_value::<Secret>(v).ok())
+    else {
+        return vec![];
+    };
+    let Some(config) = parsed.data.as_ref().and_then(|d| d.get("config.yaml")) else {
+        return vec![];
+    };
+    let Ok(values) = serde_yaml::from_slice::<serde_json::Value>(&config.0) else {
+        return vec![];
+    };
+    let dns = &values["controlPlane"]["coredns"];
+    if dns["enabled"] == false || dns["embedded"] == true {
+        return vec![];
+    }
+    let replicas = dns["deployment"]["replicas"].as_i64().unwrap_or(1) as i128;
+    let container: Container = serde_json::from_value(serde_json::json!({
+        "name": "coredns",
+        "resources": dns["deployment"]["resources"],
+    }))
+    .unwrap_or_default();
+    let pod = PodSpec {
+        containers: vec![container],
+        ..PodSpec::default()
+    };
+    pod_effective(&pod, default_cpu_limit, default_memory_limit)
+        .into_iter()
+        .map(|(k, n)| (k, n * replicas))
         .collect()
 }
 
@@ -171,5 +226,15 @@ mod tests {
             .0,
             "16640Mi"
         );
+        // The chart's stored values: CoreDNS with its own resources counts too.
+        let values = "controlPlane:\n  coredns:\n    enabled: true\n    deployment:\n      replicas: 1\n      resources:\n        limits: {cpu: 100m, memory: 128Mi}\n        requests: {cpu: 20m, memory: 64Mi}\n";
+        let config: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vc-config-vcluster"},
+            "data": {"config.yaml": k8s_openapi::ByteString(values.as_bytes().to_vec())},
+        }))
+        .unwrap();
+        let g = of(&[config], "500m", "512Mi");
+        assert_eq!(g["limits.cpu"].0, "100m");
+        assert_eq!(g["requests.memory"].0, "64Mi");
     }
 }

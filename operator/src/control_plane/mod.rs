@@ -335,10 +335,17 @@ impl ControlPlane {
             Err(e) => return unreachable("KubeApi", crate::error::describe(&e)),
         };
         let now = Timestamp::now();
+        let ca = match credential::ca_data(admin) {
+            Ok(ca) => ca,
+            Err(m) => return unreachable("AdminKubeconfigInvalid", m),
+        };
+        // A kubeconfig is kept while its credential is young enough and it trusts the control
+        // plane's current CA (a control plane that lost its PKI made a new one).
         let current = existing
             .as_ref()
             .filter(|s| !credential::due(s, now))
-            .and_then(|s| credential::kubeconfig_of(s, KUBECONFIG_SECRET_KEY));
+            .and_then(|s| credential::kubeconfig_of(s, KUBECONFIG_SECRET_KEY))
+            .filter(|k| credential::ca_data(k).is_ok_and(|c| c == ca));
         if let Some(k) = current {
             match credential::probe(endpoint, &k).await {
                 Ok(version) => {
@@ -351,10 +358,6 @@ impl ControlPlane {
                 Err((false, message)) => return unreachable("RequestFailed", message),
             }
         }
-        let ca = match credential::ca_data(admin) {
-            Ok(ca) => ca,
-            Err(m) => return unreachable("AdminKubeconfigInvalid", m),
-        };
         let issued =
             match credential::issue(endpoint, admin, self.settings.credential_lifetime).await {
                 Ok(i) => i,

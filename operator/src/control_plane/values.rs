@@ -51,6 +51,11 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
             "server": format!("https://{api_host}:443"),
         },
         "telemetry": {"enabled": false},
+        // vCluster makes its Service the owner of its PKI Secret and of every object it syncs,
+        // so a Service deleted by hand would take the tenant's CA (and every kubeconfig) and
+        // its workloads with it. The operator restores the Service; the namespace's deletion
+        // removes all of them at teardown.
+        "experimental": {"syncSettings": {"setOwner": false}},
     })
 }
 
