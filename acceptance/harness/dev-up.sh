@@ -48,3 +48,28 @@ The cluster has a real node (containerd, kubelet, kube-proxy, CoreDNS): pods rea
 
 Stop everything with: make down
 EOF
+
+# --- KubeSpaces server, portal and Dex (issue 12) ---
+# Dex on loopback (users in dex.sh), then the server (REST API + portal) as a process on
+# 127.0.0.1:8080 with the dev cluster's kubeconfig; both are stopped by make down (cluster-down.sh).
+log "building the server and the CLI (cargo build --release -p kubespaces-server -p kubespaces-cli)"
+(cd "$REPO_ROOT" && cargo build --release -p kubespaces-server -p kubespaces-cli)
+KUBESPACES_BIN="$("$HARNESS_DIR/build-tools.sh" --with dex)" "$HARNESS_DIR/dex.sh" start "$STATE"
+# shellcheck disable=SC1091
+. "$STATE/env"
+SERVER_PORT=${KUBESPACES_SERVER_PORT:-8080}
+if ! pid_alive "$STATE" kubespaces-server >/dev/null; then
+  start_bg "$STATE" kubespaces-server "$REPO_ROOT/target/release/kubespaces-server" \
+    --listen "127.0.0.1:$SERVER_PORT" --oidc-issuer "$KUBESPACES_OIDC_ISSUER" \
+    --oidc-client-id "$KUBESPACES_OIDC_CLIENT_ID" --admin-group kubespaces-admins
+fi
+wait_for "the server's /readyz" 60 curl -fsS "http://127.0.0.1:$SERVER_PORT/readyz" \
+  || die "the server did not start (log: ${STATE#"$REPO_ROOT/"}/logs/kubespaces-server.log)"
+cat <<EOF
+
+Portal:  http://127.0.0.1:$SERVER_PORT   (log in as alice@example.com, password: password;
+         also bob@example.com, and admin@example.com, who sees every tenant)
+CLI:     target/release/kubespaces login --server http://127.0.0.1:$SERVER_PORT
+         target/release/kubespaces tenant create team-atlas --cpu 8 --memory 16Gi
+EOF
+# --- end KubeSpaces server ---

@@ -110,6 +110,11 @@ step "the chart: helm install of the shared operator (kubespaces-system)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" install "$STATE" \
   --set-string operator.selector='!kubespaces.io/test-operator'
 
+# --- Dex, for the server's, the portal's and the CLI's tests (they read KUBESPACES_OIDC_ISSUER) ---
+step "Dex, the OIDC provider of the server, portal and CLI tests (dex.sh)"
+KUBESPACES_BIN="$("$HARNESS_DIR/build-tools.sh" --with dex)" "$HARNESS_DIR/dex.sh" start "$STATE"
+# --- end Dex ---
+
 step "cargo test --workspace"
 # shellcheck disable=SC1091
 . "$STATE/env"
