@@ -9,14 +9,12 @@
 //! own (with the process id) and touches nothing else.
 //!
 //! The tests: [`lifecycle`], [`failures`], [`installation`]. Their tools: a Terraform working
-//! directory ([`workspace`]), the cluster seen from the test ([`cluster`]), a least-privilege
-//! identity ([`service_account`]) and the stand-in for the tenant control plane
-//! ([`control_plane_stand_in`]).
+//! directory ([`workspace`]), the cluster seen from the test ([`cluster`]) and a
+//! least-privilege identity ([`service_account`]). The tenants get their own control planes
+//! from the operator, as for any user: the endpoints and kubeconfigs the tests read are real.
 
 #[path = "acceptance/cluster.rs"]
 mod cluster;
-#[path = "acceptance/control_plane_stand_in.rs"]
-mod control_plane_stand_in;
 #[path = "acceptance/service_account.rs"]
 mod service_account;
 #[path = "acceptance/workspace.rs"]
@@ -32,12 +30,12 @@ mod lifecycle;
 use std::process::{Command, Stdio};
 
 use cluster::{
-    HOLD_MESSAGE, NamespaceHold, WAIT, namespace_exists, namespaces, reconcile_now, tenants,
-    wait_namespace_gone,
+    HOLD_MESSAGE, NamespaceHold, WAIT, kubectl, namespace_exists, namespaces, published_kubeconfig,
+    tenants, wait_namespace_gone, write_private,
 };
 use kube::Api;
 use kubespaces_acceptance::wait_gone;
-use kubespaces_api::{conditions, names};
+use kubespaces_api::{api::KUBECONFIG_SECRET, conditions, names};
 use workspace::{Workspace, collapsed};
 
 fn tenant_tf(name: &str, cpu: &str) -> String {

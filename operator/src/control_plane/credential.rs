@@ -45,6 +45,10 @@ pub struct Issued {
     pub token: String,
     pub issued_at: Timestamp,
     pub expires_at: Timestamp,
+    /// The uid of the ServiceAccount the token is for: a token outlives a deleted account in
+    /// the tenant API's authentication cache for a few seconds, so revocation is told by the
+    /// account's uid, not by a refused request.
+    pub account_uid: String,
 }
 
 /// Where the operator connects for a tenant: its public URL, or the Gateway's address with the
@@ -103,19 +107,42 @@ pub fn ca_data(admin_kubeconfig: &str) -> Result<String, String> {
         .ok_or_else(|| "it holds no certificate-authority-data".to_owned())
 }
 
+/// A client for the tenant API with the admin kubeconfig vCluster wrote.
+pub async fn admin_client(
+    endpoint: &Endpoint<'_>,
+    admin_kubeconfig: &str,
+) -> Result<Client, CredentialError> {
+    endpoint
+        .client(admin_kubeconfig)
+        .await
+        .map_err(|message| CredentialError::AdminKubeconfig {
+            secret: names::ADMIN_SECRET.into(),
+            message,
+        })
+}
+
+/// The uid of the owner's ServiceAccount inside the tenant, None when it does not exist
+/// (deleted: the credentials handed out are revoked).
+pub async fn account_uid(
+    endpoint: &Endpoint<'_>,
+    admin: &Client,
+) -> Result<Option<String>, CredentialError> {
+    let accounts: Api<ServiceAccount> =
+        Api::namespaced(admin.clone(), names::OWNER_ACCOUNT_NAMESPACE);
+    accounts
+        .get_opt(names::OWNER_ACCOUNT)
+        .await
+        .map(|a| a.and_then(|a| a.metadata.uid))
+        .map_err(|e| endpoint.api_error("did not answer for the owner's ServiceAccount", e))
+}
+
 /// Issues a token for the owner's ServiceAccount inside the tenant (creating the account and
 /// its cluster-admin binding when missing: deleting the account is how a credential is revoked).
 pub async fn issue(
     endpoint: &Endpoint<'_>,
-    admin_kubeconfig: &str,
+    admin: &Client,
     lifetime: Duration,
 ) -> Result<Issued, CredentialError> {
-    let admin = endpoint.client(admin_kubeconfig).await.map_err(|message| {
-        CredentialError::AdminKubeconfig {
-            secret: names::ADMIN_SECRET.into(),
-            message,
-        }
-    })?;
     let accounts: Api<ServiceAccount> =
         Api::namespaced(admin.clone(), names::OWNER_ACCOUNT_NAMESPACE);
     let account = ServiceAccount {
@@ -128,6 +155,9 @@ pub async fn issue(
     create_if_missing(&accounts, &account)
         .await
         .map_err(|e| endpoint.api_error("refused the owner's ServiceAccount", e))?;
+    let account_uid = account_uid(endpoint, admin)
+        .await?
+        .ok_or_else(|| endpoint.api_error("lost the owner's ServiceAccount", "just created"))?;
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
     let binding = ClusterRoleBinding {
         metadata: ObjectMeta {
@@ -171,6 +201,7 @@ pub async fn issue(
             token,
             issued_at,
             expires_at: expires.0,
+            account_uid,
         }),
         _ => Err(endpoint.api_error("answered a token request", "without a token or its expiry")),
     }
@@ -210,6 +241,7 @@ pub fn secret(tenant: &str, kubeconfig: String, issued: &Issued) -> Secret {
         [
             (names::ISSUED_AT_ANNOTATION, issued.issued_at.to_string()),
             (names::EXPIRES_AT_ANNOTATION, issued.expires_at.to_string()),
+            (names::ACCOUNT_UID_ANNOTATION, issued.account_uid.clone()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -246,6 +278,16 @@ pub fn due(secret: &Secret, now: Timestamp) -> bool {
         }
         _ => true,
     }
+}
+
+/// The uid of the ServiceAccount a kubeconfig Secret's credential was issued for.
+pub fn issued_for(secret: &Secret) -> Option<&str> {
+    secret
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(names::ACCOUNT_UID_ANNOTATION)
+        .map(String::as_str)
 }
 
 /// When the credential of a kubeconfig Secret is to be renewed.
@@ -297,6 +339,7 @@ mod tests {
             token: "t".into(),
             issued_at: issued.parse().unwrap(),
             expires_at: expires.parse().unwrap(),
+            account_uid: "u".into(),
         }
     }
 

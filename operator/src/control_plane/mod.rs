@@ -341,25 +341,36 @@ impl ControlPlane {
         };
         // A kubeconfig is kept while its credential is young enough and it trusts the control
         // plane's current CA (a control plane that lost its PKI made a new one).
+        let admin = match credential::admin_client(endpoint, admin).await {
+            Ok(c) => c,
+            Err(e) => return unreachable("AdminKubeconfigInvalid", e.to_string()),
+        };
+        // Revoked: the account it was issued for is gone (deleted inside the tenant), or is
+        // another one of the same name.
+        let account = match credential::account_uid(endpoint, &admin).await {
+            Ok(uid) => uid,
+            Err(e) => return unreachable("RequestFailed", e.to_string()),
+        };
         let current = existing
             .as_ref()
             .filter(|s| !credential::due(s, now))
+            .filter(|s| account.is_some() && credential::issued_for(s) == account.as_deref())
             .and_then(|s| credential::kubeconfig_of(s, KUBECONFIG_SECRET_KEY))
             .filter(|k| credential::ca_data(k).is_ok_and(|c| c == ca));
         if let Some(k) = current {
-            match credential::probe(endpoint, &k).await {
-                Ok(version) => {
-                    return self.reachable(tenant, version, existing.as_ref(), now, outcome);
-                }
-                // Revoked (its ServiceAccount deleted inside the tenant): issue a new one.
-                Err((true, message)) => {
-                    info!(tenant, %message, "the tenant credential was revoked; issuing a new one");
-                }
-                Err((false, message)) => return unreachable("RequestFailed", message),
-            }
+            return match credential::probe(endpoint, &k).await {
+                Ok(version) => self.reachable(tenant, version, existing.as_ref(), now, outcome),
+                Err((_, message)) => unreachable("RequestFailed", message),
+            };
+        }
+        if existing.is_some() {
+            info!(
+                tenant,
+                "the tenant credential is due, revoked or for another CA; issuing a new one"
+            );
         }
         let issued =
-            match credential::issue(endpoint, admin, self.settings.credential_lifetime).await {
+            match credential::issue(endpoint, &admin, self.settings.credential_lifetime).await {
                 Ok(i) => i,
                 Err(e) => return unreachable("CredentialNotIssued", e.to_string()),
             };

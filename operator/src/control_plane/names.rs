@@ -23,6 +23,8 @@ pub const OWNER_ACCOUNT_NAMESPACE: &str = "kube-system";
 /// Annotations on the tenant kubeconfig Secret: when its credential was issued and expires.
 pub const ISSUED_AT_ANNOTATION: &str = "kubespaces.io/credential-issued-at";
 pub const EXPIRES_AT_ANNOTATION: &str = "kubespaces.io/credential-expires-at";
+/// ...and the uid of the ServiceAccount it was issued for.
+pub const ACCOUNT_UID_ANNOTATION: &str = "kubespaces.io/credential-account-uid";
 
 /// The names the chart derives from the release in a tenant namespace `ns`, for the length
 /// check: the longest is the ClusterRole's.

@@ -13,8 +13,9 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
     let service = names::RELEASE;
     let mut volume = json!({
         "enabled": true,
-        // The namespace goes with the tenant, so must the datastore.
-        "retentionPolicy": "Delete",
+        // The datastore outlives its StatefulSet: one deleted by hand comes back (the operator
+        // restores it) with the tenant's whole cluster state. The teardown deletes the claim.
+        "retentionPolicy": "Retain",
     });
     if let Some(class) = &settings.storage_class {
         volume["storageClass"] = json!(class);

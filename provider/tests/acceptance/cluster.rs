@@ -8,13 +8,13 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kubespaces_acceptance::{wait_for, wait_gone};
 use kubespaces_api::api::Tenant;
-use kubespaces_api::names;
 
-/// The bound on every wait of these tests.
-pub const WAIT: Duration = Duration::from_secs(60);
+/// The bound on every wait of these tests (a tenant's teardown takes its control plane and the
+/// control plane's volume first).
+pub const WAIT: Duration = Duration::from_secs(120);
 
 pub async fn tenants() -> Api<Tenant> {
     Api::all(kube::Client::try_default().await.unwrap())
@@ -24,6 +24,52 @@ pub async fn namespaces() -> Api<Namespace> {
     Api::all(kube::Client::try_default().await.unwrap())
 }
 
+/// The kubeconfig the operator published for a tenant, from its Secret.
+pub async fn published_kubeconfig(namespace: &str, secret: &str) -> String {
+    use k8s_openapi::api::core::v1::Secret;
+    let client = kube::Client::try_default().await.unwrap();
+    let found = Api::<Secret>::namespaced(client, namespace)
+        .get(secret)
+        .await
+        .unwrap();
+    let bytes = found
+        .data
+        .and_then(|mut d| d.remove(kubespaces_api::api::KUBECONFIG_SECRET_KEY))
+        .expect("a kubeconfig in the tenant's Secret");
+    String::from_utf8(bytes.0).unwrap()
+}
+
+/// Writes a credential file readable by its owner only.
+pub fn write_private(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .unwrap();
+}
+
+/// kubectl (the harness's, `KUBESPACES_KUBECTL`) with `args`; its stdout, or the test fails
+/// with its stderr.
+pub fn kubectl(args: &[&str]) -> String {
+    let bin = std::env::var("KUBESPACES_KUBECTL").unwrap_or_else(|_| "kubectl".into());
+    let out = std::process::Command::new(&bin)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub async fn namespace_exists(name: &str) -> bool {
     namespaces().await.get_opt(name).await.unwrap().is_some()
 }
@@ -31,28 +77,6 @@ pub async fn namespace_exists(name: &str) -> bool {
 /// The namespace controller finishes a namespace's deletion; until then the name is taken.
 pub async fn wait_namespace_gone(name: &str) {
     wait_gone(&namespaces().await, name, WAIT).await;
-}
-
-/// Asks the operator to reconcile `name` now (Flux's request annotation) and returns once it
-/// has written the status that records the request: a status write of the operator's, on
-/// demand.
-pub async fn reconcile_now(api: &Api<Tenant>, name: &str) {
-    let token = format!("acc-{}", jiff::Timestamp::now().as_nanosecond());
-    let annotation = names::RECONCILE_REQUEST_ANNOTATIONS[1];
-    let request = serde_json::json!({"metadata": {"annotations": {annotation: token}}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&request))
-        .await
-        .unwrap();
-    wait_for(
-        &format!("the operator to handle reconcile request {token} for {name}"),
-        WAIT,
-        || async {
-            let t = api.get(name).await.unwrap();
-            let handled = t.status.and_then(|s| s.last_handled_reconcile_at);
-            (handled.as_deref() == Some(token.as_str())).then_some(())
-        },
-    )
-    .await;
 }
 
 /// What the policy says when it refuses the namespace.

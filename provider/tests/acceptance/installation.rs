@@ -72,10 +72,6 @@ async fn host_token_and_ca_from_the_environment_with_least_privilege() {
     ws.set_env("TF_LOG_PATH", &log.display().to_string());
     ws.write_with_provider_config("", &tenant_tf(&name, "1"));
     let token = Secret::new("the provider's token", &identity.token);
-    let published_token = Secret::new(
-        "the tenant kubeconfig's token",
-        control_plane_stand_in::TOKEN,
-    );
 
     ws.ok(&["apply", "-auto-approve"]);
     assert!(api.get(&name).await.unwrap().is_ready());
@@ -85,7 +81,9 @@ async fn host_token_and_ca_from_the_environment_with_least_privilege() {
     // A secret that belongs in the state: the tenant kubeconfig (sensitive, and stored as is),
     // read by the provider with `get` on the operator's Secret in the tenant's namespace.
     identity.allow_kubeconfig(&name).await;
-    control_plane_stand_in::publish(&name).await;
+    let published = published_kubeconfig(&names::namespace(&name), KUBECONFIG_SECRET).await;
+    let tenant_token = kubeconfig_token(&published);
+    let published_token = Secret::new("the tenant kubeconfig's token", &tenant_token);
     ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
     let state = ws.state_files();
     assert!(
@@ -117,6 +115,19 @@ async fn host_token_and_ca_from_the_environment_with_least_privilege() {
         "the provider's lines are in the trace log"
     );
     token.assert_absent("the trace log", &log);
+}
+
+/// The bearer token of a kubeconfig's (first) user.
+fn kubeconfig_token(kubeconfig: &str) -> String {
+    use secrecy::ExposeSecret;
+    let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).unwrap();
+    parsed.auth_infos[0]
+        .auth_info
+        .as_ref()
+        .and_then(|a| a.token.as_ref())
+        .expect("a token in the tenant kubeconfig")
+        .expose_secret()
+        .to_owned()
 }
 
 /// A value that must not leak, in the forms it would take in a file: as is, JSON-escaped (state

@@ -76,15 +76,34 @@ async fn apply_refresh_import_update_replace_destroy() {
     );
 }
 
-/// The cpu the tenant's ResourceQuota enforces.
+/// The cpu the tenant's ResourceQuota enforces for the tenant's own workloads: its hard
+/// `requests.cpu` less what the tenant's control plane takes (`status.controlPlane.footprint`),
+/// in whole cores when whole, else in millicores.
 async fn quota_cpu(tenant: &str) -> String {
     use k8s_openapi::api::core::v1::ResourceQuota;
+    use kubespaces_api::quantity;
     let client = kube::Client::try_default().await.unwrap();
     let quota = Api::<ResourceQuota>::namespaced(client, &names::namespace(tenant))
         .get(names::QUOTA)
         .await
         .unwrap();
-    quota.spec.unwrap().hard.unwrap()["requests.cpu"].0.clone()
+    let hard = quota.spec.unwrap().hard.unwrap()["requests.cpu"].0.clone();
+    let footprint = tenants()
+        .await
+        .get(tenant)
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.control_plane)
+        .and_then(|c| c.footprint.get("requests.cpu").cloned())
+        .map_or("0".to_owned(), |q| q.0);
+    let milli = |q: &str| quantity::parse(q).unwrap().0 / 1_000_000;
+    let own = milli(&hard) - milli(&footprint);
+    if own % 1000 == 0 {
+        (own / 1000).to_string()
+    } else {
+        format!("{own}m")
+    }
 }
 
 /// A change made behind Terraform's back (`kubectl edit`) shows as drift on the attribute it
@@ -115,14 +134,8 @@ async fn drift_made_outside_terraform_is_planned_back() {
 }
 
 /// Endpoints and kubeconfig flow from the Tenant's status to Terraform outputs, through the
-/// resource and the data source.
-///
-/// Stand-in: the operator does not run tenant control planes yet, so nothing publishes
-/// `status.endpoints` or `status.kubeconfigSecretRef`. The test plays that part
-/// ([`control_plane_stand_in`]): it writes a kubeconfig Secret in the tenant's namespace and
-/// merge-patches the status subresource under its own field manager, which is all the provider
-/// reads. It also checks that the operator's own status writes keep those fields, as they must
-/// once the control plane publishes them for real.
+/// resource and the data source: the tenant's own control plane publishes them, and the
+/// kubeconfig Terraform outputs answers from it.
 #[tokio::test]
 #[ignore = "needs TF_ACC=1, terraform and a KUBECONFIG whose cluster runs the operator"]
 async fn endpoints_and_kubeconfig_flow_to_outputs() {
@@ -154,24 +167,27 @@ output "data_api" {
     ws.ok(&["apply", "-auto-approve"]);
     assert!(api.get(&name).await.unwrap().is_ready());
 
-    let published = control_plane_stand_in::publish(&name).await;
-    // The operator's next status write (made on request here) keeps what the control plane
-    // published.
-    reconcile_now(&api, &name).await;
+    // Ready means the control plane answers: its endpoint and kubeconfig are published.
+    let domain =
+        std::env::var("KUBESPACES_DOMAIN").expect("KUBESPACES_DOMAIN (the cluster's base domain)");
+    let api_url = format!("https://{name}.api.{domain}:443");
     let status = api.get(&name).await.unwrap().status.unwrap_or_default();
-    assert_eq!(status.endpoints, Some(published.endpoints()));
-    assert_eq!(status.kubeconfig_secret_ref, Some(published.secret_ref()));
+    assert_eq!(
+        status.endpoints.and_then(|e| e.api).as_deref(),
+        Some(api_url.as_str())
+    );
+    let secret_ref = status
+        .kubeconfig_secret_ref
+        .expect("status.kubeconfigSecretRef");
+    let published = published_kubeconfig(&secret_ref.namespace, &secret_ref.name).await;
 
     ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
     let outputs = ws.outputs();
-    assert_eq!(outputs["api"], published.api.as_str());
-    assert_eq!(
-        outputs["apps"],
-        format!("*.{name}.apps.example.com"),
-        "a domain, not a URL"
-    );
-    assert_eq!(outputs["kubeconfig"], published.kubeconfig.as_str());
-    assert_eq!(outputs["data_api"], published.api.as_str());
+    assert_eq!(outputs["api"], api_url.as_str());
+    // (The tenant's apps domain comes with the apps listener; until then it is null.)
+    assert!(outputs["apps"].is_null(), "{}", outputs["apps"]);
+    assert_eq!(outputs["kubeconfig"], published.as_str());
+    assert_eq!(outputs["data_api"], api_url.as_str());
     let kubeconfig =
         kube::config::Kubeconfig::from_yaml(outputs["kubeconfig"].as_str().unwrap()).unwrap();
     assert_eq!(
@@ -179,8 +195,32 @@ output "data_api" {
             .cluster
             .as_ref()
             .and_then(|c| c.server.as_deref()),
-        Some(published.api.as_str()),
+        Some(api_url.as_str()),
         "the kubeconfig names the tenant API"
+    );
+    // With exactly the kubeconfig Terraform outputs, the tenant's own API answers.
+    let file = ws.dir.join("tenant.kubeconfig");
+    write_private(&file, outputs["kubeconfig"].as_str().unwrap());
+    let nodes = kubectl(&[
+        "--kubeconfig",
+        file.to_str().unwrap(),
+        "get",
+        "nodes",
+        "-o",
+        "name",
+    ]);
+    assert!(nodes.starts_with("node/"), "the tenant's nodes: {nodes}");
+    let namespaces = kubectl(&[
+        "--kubeconfig",
+        file.to_str().unwrap(),
+        "get",
+        "ns",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        !namespaces.contains(&names::namespace(&name)),
+        "answered by the tenant, not the host: {namespaces}"
     );
     assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
 
@@ -191,7 +231,7 @@ output "data_api" {
         "name": "kubeconfig", "namespace": "kube-system",
     }}});
     let params = PatchParams {
-        field_manager: Some(control_plane_stand_in::FIELD_MANAGER.to_owned()),
+        field_manager: Some("kubespaces-acceptance-status-edit".to_owned()),
         ..PatchParams::default()
     };
     api.patch_status(&name, &params, &Patch::Merge(&elsewhere))
@@ -205,7 +245,7 @@ output "data_api" {
             && said.contains("kube-system/kubeconfig"),
         "{said}"
     );
-    assert_eq!(ws.outputs()["kubeconfig"], published.kubeconfig.as_str());
+    assert_eq!(ws.outputs()["kubeconfig"], published.as_str());
 
     ws.ok(&["destroy", "-auto-approve"]);
     assert!(

@@ -1,0 +1,669 @@
+//! Every tenant gets its own Kubernetes (issue 8): the real vCluster from the pinned chart,
+//! reached at its public URL through the platform Gateway, with the kubeconfig the operator
+//! hands out — used exactly as a user would, with kubectl and nothing else.
+
+use std::{
+    io::Write,
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+    process::Output,
+    time::Duration,
+};
+
+use k8s_openapi::{
+    api::{
+        apps::v1::StatefulSet,
+        core::v1::{Pod, ResourceQuota, Secret, Service},
+    },
+    apimachinery::pkg::api::resource::Quantity,
+};
+use kube::{Api, ResourceExt, api::ListParams};
+use kubespaces_acceptance::{
+    Env,
+    operator::{OperatorProcess, sharded_tenant},
+    pods::{delete_tenant, retry_until},
+    tenant_yaml, wait_for, wait_ready,
+};
+use kubespaces_operator::{
+    api::{KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, Tenant, TenantSpec},
+    conditions, names,
+};
+
+const READY_WITHIN: Duration = Duration::from_secs(300);
+
+fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: tenant control planes need the cluster's platform Gateway (make test sets it up)")
+    })
+}
+
+/// The tenant kubeconfig from its Secret, written 0600 where only this test reads it.
+async fn tenant_kubeconfig(env: &Env, tenant: &str) -> (PathBuf, String) {
+    let secrets: Api<Secret> = Api::namespaced(env.client().await, &names::namespace(tenant));
+    let secret = secrets
+        .get(KUBECONFIG_SECRET)
+        .await
+        .expect("the tenant kubeconfig Secret");
+    let bytes = secret
+        .data
+        .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
+        .expect("a kubeconfig in the Secret");
+    let text = String::from_utf8(bytes.0).expect("a UTF-8 kubeconfig");
+    let dir =
+        std::env::var("KUBESPACES_STATE").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
+    let path = dir.join(format!("{tenant}.kubeconfig"));
+    let _ = std::fs::remove_file(&path);
+    let mut f = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("a private kubeconfig file");
+    f.write_all(text.as_bytes()).expect("write the kubeconfig");
+    (path, text)
+}
+
+/// kubectl with exactly the tenant kubeconfig (and nothing of the harness's).
+fn tenant_kubectl(env: &Env, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().expect("a UTF-8 path")];
+    all.extend_from_slice(args);
+    env.kubectl(&all, stdin)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `args` in the tenant until it succeeds (the public name resolves on this machine once
+/// the Gateway accepted the route) and returns its output.
+async fn in_tenant(env: &Env, kubeconfig: &Path, args: &[&str]) -> String {
+    let what = format!("`kubectl {}` in the tenant", args.join(" "));
+    retry_until(&what, Duration::from_secs(60), || {
+        let out = tenant_kubectl(env, kubeconfig, args, None);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(text(&out))
+        }
+    })
+    .await
+}
+
+fn quantity_milli(q: Option<&Quantity>) -> i128 {
+    q.and_then(|q| kubespaces_operator::quantity::parse(&q.0).ok())
+        .map_or(0, |n| n.0 / 1_000_000)
+}
+
+#[tokio::test]
+async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
+    let env = Env::get();
+    let domain = var("KUBESPACES_DOMAIN");
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    let name = "team-atlas";
+    let ns = names::namespace(name);
+    if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
+        delete_tenant(&env, name).await;
+    }
+    // The Tenant of SPEC §1, with kubectl only.
+    env.apply(&tenant_yaml(
+        name,
+        "alice@example.com",
+        "8",
+        "16Gi",
+        Some("50Gi"),
+    ));
+    let tenant = wait_ready(&tenants, name, READY_WITHIN).await;
+    let status = tenant.status.clone().expect("a status");
+    let api = format!("https://{name}.api.{domain}:443");
+    assert_eq!(
+        status.endpoints.and_then(|e| e.api).as_deref(),
+        Some(api.as_str())
+    );
+    let secret_ref = status
+        .kubeconfig_secret_ref
+        .expect("status.kubeconfigSecretRef");
+    assert_eq!(
+        (secret_ref.name.as_str(), secret_ref.namespace.as_str()),
+        (KUBECONFIG_SECRET, ns.as_str())
+    );
+    let cp = status.control_plane.expect("status.controlPlane");
+    assert_eq!(cp.chart_version.as_deref(), Some("0.36.1"));
+    assert!(
+        cp.chart_digest
+            .as_deref()
+            .is_some_and(|d| d.starts_with("sha256:"))
+    );
+    assert!(
+        cp.kubernetes_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("v1.")),
+        "{cp:?}"
+    );
+    for type_ in conditions::CONTROL_PLANE_READINESS {
+        let c = tenant
+            .condition(type_)
+            .unwrap_or_else(|| panic!("condition {type_}"));
+        assert_eq!(c.status, "True", "{type_}: {}", c.message);
+    }
+
+    // Exactly the kubeconfig from the Secret: the tenant's own control plane answers.
+    let (kubeconfig, handed_out) = tenant_kubeconfig(&env, name).await;
+    assert!(
+        handed_out.contains(&api),
+        "the kubeconfig names {api}:\n{handed_out}"
+    );
+    let namespaces = in_tenant(&env, &kubeconfig, &["get", "ns", "-o", "name"]).await;
+    assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
+    assert!(
+        !namespaces.contains("kubespaces-system") && !namespaces.contains(&ns),
+        "the tenant sees its own namespaces, not the host's: {namespaces}"
+    );
+    in_tenant(&env, &kubeconfig, &["get", "nodes"]).await;
+    let can = in_tenant(&env, &kubeconfig, &["auth", "can-i", "*", "*"]).await;
+    assert_eq!(can.trim(), "yes", "cluster-admin inside the tenant");
+    // ... while on the host the owner still owns only her namespace.
+    for (args, want) in [
+        (
+            vec!["auth", "can-i", "create", "deployments", "-n", ns.as_str()],
+            "yes",
+        ),
+        (vec!["auth", "can-i", "list", "namespaces"], "no"),
+        (
+            vec!["auth", "can-i", "get", "pods", "-n", "kubespaces-system"],
+            "no",
+        ),
+        (vec!["auth", "can-i", "create", "clusterroles"], "no"),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--as", "alice@example.com"]);
+        let out = env.kubectl(&args, None);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "host: kubectl {}",
+            args.join(" ")
+        );
+    }
+
+    // Inside the tenant: a Deployment runs as a real pod in the host namespace, on the quota.
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), &ns);
+    let used_cpu = |q: &ResourceQuota| {
+        quantity_milli(
+            q.status
+                .as_ref()
+                .and_then(|s| s.used.as_ref()?.get("requests.cpu")),
+        )
+    };
+    let before = used_cpu(&quotas.get(names::QUOTA).await.expect("the quota"));
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: hello, namespace: default}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: hello}}}}\n  template:\n    metadata: {{labels: {{app: hello}}}}\n    spec:\n      containers:\n      - name: hello\n        image: {}\n        imagePullPolicy: IfNotPresent\n        command: [sh, -c, 'echo hello from the tenant; exec sleep 3600']\n        resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 250m, memory: 64Mi}}}}\n",
+        env.busybox_image()
+    );
+    let out = tenant_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&deployment));
+    assert!(out.status.success(), "apply in the tenant: {}", text(&out));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let host_pod = wait_for(
+        "the tenant's pod running in the host namespace",
+        Duration::from_secs(120),
+        || async {
+            pods.list(&ListParams::default())
+                .await
+                .ok()?
+                .into_iter()
+                .find(|p| {
+                    let n = p.name_any();
+                    n.starts_with("hello-")
+                        && n.ends_with("-x-default-x-vcluster")
+                        && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                })
+        },
+    )
+    .await;
+    let after = wait_for(
+        "the quota to count the tenant's pod",
+        Duration::from_secs(60),
+        || async {
+            let used = used_cpu(&quotas.get(names::QUOTA).await.ok()?);
+            (used >= before + 250).then_some(used)
+        },
+    )
+    .await;
+    println!(
+        "host pod {} runs; quota requests.cpu used {before}m -> {after}m",
+        host_pod.name_any()
+    );
+    let running = in_tenant(
+        &env,
+        &kubeconfig,
+        &[
+            "get",
+            "pods",
+            "-l",
+            "app=hello",
+            "-o",
+            "jsonpath={.items[*].status.phase}",
+        ],
+    )
+    .await;
+    assert_eq!(running.trim(), "Running", "the tenant sees its pod running");
+
+    // Drift: the control plane's StatefulSet and Service deleted by hand come back.
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let old_set = sets.get("vcluster").await.expect("the StatefulSet").uid();
+    let old_svc = services.get("vcluster").await.expect("the Service").uid();
+    env.kubectl_ok(
+        &[
+            "-n",
+            &ns,
+            "delete",
+            "statefulset/vcluster",
+            "service/vcluster",
+            "--wait=false",
+        ],
+        None,
+    );
+    wait_for(
+        "the StatefulSet and Service restored",
+        Duration::from_secs(60),
+        || async {
+            let set = sets.get_opt("vcluster").await.ok()??.uid();
+            let svc = services.get_opt("vcluster").await.ok()??.uid();
+            (set != old_set && svc != old_svc).then_some(())
+        },
+    )
+    .await;
+    wait_ready(&tenants, name, READY_WITHIN).await;
+    in_tenant(&env, &kubeconfig, &["get", "ns"]).await;
+
+    // Revocation: deleting the owner's ServiceAccount inside the tenant makes the handed-out
+    // kubeconfig fail with 401; a reconcile then issues a new one that works.
+    let out = tenant_kubectl(
+        &env,
+        &kubeconfig,
+        &[
+            "-n",
+            "kube-system",
+            "delete",
+            "serviceaccount",
+            "kubespaces-owner",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "revoke: {}", text(&out));
+    // (The tenant API caches authentications for a few seconds: refused within them.)
+    retry_until(
+        "the revoked kubeconfig refused",
+        Duration::from_secs(30),
+        || {
+            let refused = tenant_kubectl(&env, &kubeconfig, &["get", "ns"], None);
+            if !refused.status.success() && text(&refused).contains("Unauthorized") {
+                Ok(())
+            } else {
+                Err(text(&refused))
+            }
+        },
+    )
+    .await;
+    env.kubectl_ok(
+        &[
+            "annotate",
+            "tenant",
+            name,
+            "--overwrite",
+            &format!(
+                "reconcile.fluxcd.io/requestedAt=revoked-{}",
+                std::process::id()
+            ),
+        ],
+        None,
+    );
+    let renewed = wait_for(
+        "a new tenant kubeconfig",
+        Duration::from_secs(60),
+        || async {
+            let (path, text) = tenant_kubeconfig(&env, name).await;
+            (text != handed_out).then_some(path)
+        },
+    )
+    .await;
+    in_tenant(&env, &renewed, &["get", "ns"]).await;
+
+    // Delete: every object the tenant had is gone — namespaced, cluster-scoped, claims, volumes.
+    delete_tenant(&env, name).await;
+    sweep(&env, name, &ns);
+}
+
+/// Nothing of the tenant anywhere: no object of any listable type in its namespace, no
+/// cluster-scoped object with its label, no volume bound to one of its claims.
+fn sweep(env: &Env, tenant: &str, ns: &str) {
+    let types = |namespaced: &str| -> String {
+        env.kubectl_ok(
+            &[
+                "api-resources",
+                "--verbs=list",
+                &format!("--namespaced={namespaced}"),
+                "-o",
+                "name",
+            ],
+            None,
+        )
+        .lines()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(",")
+    };
+    let left = env.kubectl_ok(
+        &[
+            "get",
+            &types("true"),
+            "-n",
+            ns,
+            "-o",
+            "name",
+            "--ignore-not-found",
+        ],
+        None,
+    );
+    assert!(left.trim().is_empty(), "left in {ns}: {left}");
+    let label = format!("{}={tenant}", names::TENANT_LABEL);
+    let left = env.kubectl_ok(
+        &[
+            "get",
+            &types("false"),
+            "-l",
+            &label,
+            "-o",
+            "name",
+            "--ignore-not-found",
+        ],
+        None,
+    );
+    assert!(
+        left.trim().is_empty(),
+        "cluster-scoped objects of {tenant} left: {left}"
+    );
+    let claims = env.kubectl_ok(
+        &[
+            "get",
+            "pv",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.claimRef.namespace}{\"\\n\"}{end}",
+        ],
+        None,
+    );
+    assert!(!claims.lines().any(|l| l == ns), "volumes of {ns} left");
+}
+
+#[tokio::test]
+async fn a_chart_that_is_not_the_pinned_one_installs_nothing_until_the_pin_is_fixed() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    let shard = "chart-pin";
+    let name = "pinned-chart";
+    if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
+        delete_tenant(&env, name).await;
+    }
+    let pinned = pinned_digest();
+    let flags = |digest: &str| vcluster_flags(digest, &[]);
+    let wrong = format!("sha256:{}", "0".repeat(64));
+    let wrong_flags = flags(&wrong);
+    let args: Vec<&str> = wrong_flags.iter().map(String::as_str).collect();
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    tenants
+        .create(
+            &Default::default(),
+            &sharded_tenant(
+                name,
+                TenantSpec::new("bob@example.com", "2", "4Gi", None),
+                shard,
+            ),
+        )
+        .await
+        .expect("create the tenant");
+    let failed = wait_for(
+        "the tenant to stall on the chart digest",
+        Duration::from_secs(60),
+        || async {
+            let t = tenants.get_opt(name).await.ok()??;
+            let stalled = t.condition(conditions::STALLED)?;
+            (stalled.status == "True").then(|| (t.clone(), stalled.clone()))
+        },
+    )
+    .await;
+    assert_eq!(
+        failed.0.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Failed")
+    );
+    assert_eq!(failed.1.reason, "ChartDigestMismatch");
+    assert!(
+        failed.1.message.contains(&wrong) && failed.1.message.contains(&pinned),
+        "{}",
+        failed.1.message
+    );
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &names::namespace(name));
+    assert!(
+        sets.list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .is_empty(),
+        "nothing of the chart installed"
+    );
+    operator.kill();
+    let right_flags = flags(&pinned);
+    let args: Vec<&str> = right_flags.iter().map(String::as_str).collect();
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    let ready = wait_ready(&tenants, name, READY_WITHIN).await;
+    assert!(ready.condition(conditions::STALLED).is_none());
+    operator.assert_every_request_listed().await;
+    delete_tenant(&env, name).await;
+    operator.kill();
+}
+
+#[tokio::test]
+async fn a_tenant_with_the_longest_name_works_end_to_end() {
+    let env = Env::get();
+    let tenants = env.tenants().await;
+    let name = format!("l{}", "o".repeat(names::MAX_TENANT_NAME_LEN - 1));
+    if matches!(tenants.get_opt(&name).await, Ok(Some(_))) {
+        delete_tenant(&env, &name).await;
+    }
+    env.apply(&tenant_yaml(&name, "carol@example.com", "2", "4Gi", None));
+    let tenant: Tenant = wait_ready(&tenants, &name, READY_WITHIN).await;
+    assert!(tenant.status.and_then(|s| s.endpoints?.api).is_some());
+    let (kubeconfig, _) = tenant_kubeconfig(&env, &name).await;
+    let can = in_tenant(&env, &kubeconfig, &["auth", "can-i", "*", "*"]).await;
+    assert_eq!(can.trim(), "yes");
+    delete_tenant(&env, &name).await;
+    sweep(&env, &name, &names::namespace(&name));
+}
+
+/// The flags of a test-owned operator that runs tenant control planes with the pinned chart,
+/// the local platform values and `extra_values` files laid over them.
+fn vcluster_flags(digest: &str, extra_values: &[&Path]) -> Vec<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut values = vec![
+        repo.join("acceptance/harness/manifests/vcluster/values-local.yaml")
+            .display()
+            .to_string(),
+    ];
+    values.extend(extra_values.iter().map(|p| p.display().to_string()));
+    vec![
+        "--control-plane=vcluster".into(),
+        format!(
+            "--vcluster-chart={}",
+            repo.join("charts/vcluster/vcluster-0.36.1.tgz").display()
+        ),
+        "--vcluster-chart-version=0.36.1".into(),
+        format!("--vcluster-chart-digest={digest}"),
+        format!("--vcluster-values={}", values.join(",")),
+        format!("--helm={}", var("KUBESPACES_HELM")),
+        format!("--api-gateway={}", var("KUBESPACES_API_GATEWAY")),
+        format!("--base-domain={}", var("KUBESPACES_DOMAIN")),
+        format!(
+            "--control-plane-storage-class={}",
+            var("KUBESPACES_STORAGE_CLASS")
+        ),
+    ]
+}
+
+fn pinned_digest() -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::read_to_string(repo.join("charts/vcluster/SHA256SUMS"))
+        .expect("charts/vcluster/SHA256SUMS")
+        .split_whitespace()
+        .next()
+        .map(|d| format!("sha256:{d}"))
+        .expect("a digest")
+}
+
+/// The objects of the tenant's namespace that carry its label, as `kind/name uid`.
+fn labelled_objects(env: &Env, tenant: &str) -> Vec<(String, String)> {
+    let out = env.kubectl_ok(
+        &[
+            "get",
+            "serviceaccounts,secrets,configmaps,services,statefulsets,roles,rolebindings,networkpolicies,poddisruptionbudgets,tlsroutes",
+            "-n",
+            &names::namespace(tenant),
+            "-l",
+            &format!("{}={tenant}", names::TENANT_LABEL),
+            "-o",
+            "jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.uid}{\"\\n\"}{end}",
+        ],
+        None,
+    );
+    let mut v: Vec<(String, String)> = out
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, u)| (k.to_owned(), u.to_owned()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dropped() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    let shard = "values-change";
+    let name = "values-change";
+    if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
+        delete_tenant(&env, name).await;
+    }
+    let dir =
+        std::env::var("KUBESPACES_STATE").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
+    let before_values = dir.join("values-change-before.yaml");
+    let after_values = dir.join("values-change-after.yaml");
+    std::fs::write(
+        &before_values,
+        "controlPlane:\n  advanced:\n    podDisruptionBudget:\n      enabled: true\n",
+    )
+    .expect("values file");
+    std::fs::write(
+        &after_values,
+        "controlPlane:\n  statefulSet:\n    labels:\n      kubespaces.io/test-value: changed\n",
+    )
+    .expect("values file");
+    let flags = vcluster_flags(&pinned_digest(), &[&before_values]);
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    tenants
+        .create(
+            &Default::default(),
+            &sharded_tenant(
+                name,
+                TenantSpec::new("dave@example.com", "2", "4Gi", None),
+                shard,
+            ),
+        )
+        .await
+        .expect("create the tenant");
+    let ready = wait_ready(&tenants, name, READY_WITHIN).await;
+    let before = labelled_objects(&env, name);
+    assert!(
+        before
+            .iter()
+            .any(|(k, _)| k == "PodDisruptionBudget/vcluster"),
+        "the first values render a PodDisruptionBudget: {before:?}"
+    );
+    let inventory = ready
+        .status
+        .and_then(|s| s.control_plane)
+        .map(|c| c.objects)
+        .unwrap_or_default();
+    assert!(
+        inventory
+            .iter()
+            .any(|e| e.contains("/PodDisruptionBudget/")),
+        "{inventory:?}"
+    );
+    operator.kill();
+
+    // A new operator (as after a chart upgrade) with other values: the StatefulSet is updated
+    // in place, the PodDisruptionBudget pruned, nothing else added or left behind.
+    let flags = vcluster_flags(&pinned_digest(), &[&after_values]);
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &names::namespace(name));
+    wait_for(
+        "the StatefulSet to carry the new value",
+        Duration::from_secs(120),
+        || async {
+            let set = sets.get_opt("vcluster").await.ok()??;
+            (set.labels()
+                .get("kubespaces.io/test-value")
+                .map(String::as_str)
+                == Some("changed"))
+            .then_some(())
+        },
+    )
+    .await;
+    let after = wait_for(
+        "the PodDisruptionBudget pruned",
+        Duration::from_secs(60),
+        || async {
+            let now = labelled_objects(&env, name);
+            (!now
+                .iter()
+                .any(|(k, _)| k.starts_with("PodDisruptionBudget/")))
+            .then_some(now)
+        },
+    )
+    .await;
+    let expected: Vec<(String, String)> = before
+        .iter()
+        .filter(|(k, _)| !k.starts_with("PodDisruptionBudget/"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        after, expected,
+        "the same objects (same uids: updated in place), minus the one dropped"
+    );
+    let ready = wait_ready(&tenants, name, READY_WITHIN).await;
+    let inventory = ready
+        .status
+        .and_then(|s| s.control_plane)
+        .map(|c| c.objects)
+        .unwrap_or_default();
+    assert!(
+        !inventory
+            .iter()
+            .any(|e| e.contains("/PodDisruptionBudget/")),
+        "{inventory:?}"
+    );
+    operator.assert_every_request_listed().await;
+    delete_tenant(&env, name).await;
+    operator.kill();
+}
