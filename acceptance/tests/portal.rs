@@ -21,7 +21,13 @@ use kubespaces_acceptance::{
 };
 
 fn chromium() -> String {
-    std::env::var("KUBESPACES_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
+    let path = std::env::var("KUBESPACES_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} not found: the portal's test needs Chromium (Debian: apt-get install chromium; or \
+         set KUBESPACES_CHROMIUM)"
+    );
+    path
 }
 
 fn screenshots() -> PathBuf {
