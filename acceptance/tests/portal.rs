@@ -105,7 +105,7 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
     let _ = tenants
         .delete("portal-demo", &DeleteParams::default())
         .await;
-    wait_gone(&tenants, "portal-demo", Duration::from_secs(120)).await;
+    wait_gone(&tenants, "portal-demo", Duration::from_secs(600)).await;
 
     let profile = tempfile_dir();
     let config = BrowserConfig::builder()
@@ -194,7 +194,7 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
     shot(&page, "05-tenant-created").await;
     let phases = wait_for(
         "the phase to reach Ready on the page",
-        Duration::from_secs(180),
+        Duration::from_secs(600),
         || async {
             let phase =
                 eval_string_opt(&page, "document.getElementById('phase').textContent").await?;
@@ -241,7 +241,7 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
         .unwrap();
     let phase = wait_for(
         "the page to show the deletion",
-        Duration::from_secs(120),
+        Duration::from_secs(600),
         || async {
             let phase =
                 eval_string_opt(&page, "document.getElementById('phase').textContent").await?;
@@ -266,7 +266,7 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
     let _ = tenants
         .delete("portal-demo", &DeleteParams::default())
         .await;
-    wait_gone(&tenants, "portal-demo", Duration::from_secs(120)).await;
+    wait_gone(&tenants, "portal-demo", Duration::from_secs(600)).await;
 }
 
 fn tempfile_dir() -> PathBuf {

@@ -290,7 +290,7 @@ async fn users_see_and_touch_only_their_own_tenants_and_admins_see_all() {
     let tenants = env.tenants().await;
     for n in ["srv-alice", "srv-alice-2", "srv-bob"] {
         let _ = tenants.delete(n, &DeleteParams::default()).await;
-        wait_gone(&tenants, n, Duration::from_secs(60)).await;
+        wait_gone(&tenants, n, Duration::from_secs(600)).await;
     }
     use reqwest::Method;
     let create = |name: &str| json!({"name": name, "cpu": "1", "memory": "1Gi"});
@@ -522,6 +522,6 @@ async fn users_see_and_touch_only_their_own_tenants_and_admins_see_all() {
         202
     );
     for n in ["srv-alice", "srv-alice-2", "srv-bob"] {
-        wait_gone(&tenants, n, Duration::from_secs(120)).await;
+        wait_gone(&tenants, n, Duration::from_secs(600)).await;
     }
 }

@@ -372,7 +372,7 @@ async fn the_spec_walk_through() {
     let server = Server::with_dex(&dex).await;
     let tenants = env.tenants().await;
     let _ = tenants.delete("team-atlas", &DeleteParams::default()).await;
-    wait_gone(&tenants, "team-atlas", Duration::from_secs(120)).await;
+    wait_gone(&tenants, "team-atlas", Duration::from_secs(600)).await;
     let alice = User::new();
     alice
         .log_in_directly(&dex, &server, "alice@example.com")
@@ -490,7 +490,7 @@ async fn the_spec_walk_through() {
             "team-atlas",
             "--wait",
             "--timeout",
-            "3m",
+            "10m",
         ])
         .await;
     assert!(
@@ -512,7 +512,7 @@ async fn errors_are_one_line_with_their_exit_codes() {
     let server = Server::with_dex(&dex).await;
     let tenants = env.tenants().await;
     let _ = tenants.delete("cli-errors", &DeleteParams::default()).await;
-    wait_gone(&tenants, "cli-errors", Duration::from_secs(120)).await;
+    wait_gone(&tenants, "cli-errors", Duration::from_secs(600)).await;
 
     let nobody = User::new();
     nobody
