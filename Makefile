@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench bench-provider bench-node bench-chart tools
+.PHONY: help up down test bench bench-provider bench-node bench-chart bench-control-plane tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ bench-node: ## the real node against a kwok node: start-up, pod start latency, m
 
 bench-chart: ## the operator's pods under the chart's limits: memory, CPU with 300 tenants, failover
 	@$(H)/run-chart-bench.sh $(TENANTS)
+
+bench-control-plane: ## tenant control planes: 5 Tenants to Ready vs helm install --wait, memory vs chart defaults (TENANTS=n ROUNDS=n)
+	@$(H)/run-control-plane-bench.sh $(or $(TENANTS),5) $(or $(ROUNDS),2)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh
