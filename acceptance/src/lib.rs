@@ -163,3 +163,49 @@ where
     })
     .await
 }
+
+/// What a tenant's quota leaves the tenant's own workloads under `key` (`hard`, or `used`):
+/// the quota's figure less what the tenant's control plane takes (`status.controlPlane.footprint`;
+/// nothing without a control plane), written as people write it (`8`, `250m`, `16Gi`, `512Mi`).
+pub fn own_share(
+    quota: &k8s_openapi::api::core::v1::ResourceQuota,
+    tenant: &Tenant,
+    field: &str,
+    key: &str,
+) -> String {
+    use kubespaces_operator::quantity::parse;
+    let status = quota.status.as_ref();
+    let figure = match field {
+        "hard" => quota.spec.as_ref().and_then(|s| s.hard.as_ref()),
+        _ => status.and_then(|s| s.used.as_ref()),
+    }
+    .and_then(|m| m.get(key))
+    .map_or_else(|| "0".to_owned(), |q| q.0.clone());
+    let footprint = tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.control_plane.as_ref())
+        .and_then(|c| c.footprint.get(key))
+        .map_or_else(|| "0".to_owned(), |q| q.0.clone());
+    let nanos = parse(&figure).map(|n| n.0).unwrap_or_default()
+        - parse(&footprint).map(|n| n.0).unwrap_or_default();
+    const NANO: i128 = 1_000_000_000;
+    if key.ends_with("cpu") {
+        let milli = nanos / 1_000_000;
+        return if milli % 1000 == 0 {
+            (milli / 1000).to_string()
+        } else {
+            format!("{milli}m")
+        };
+    }
+    if !(key.ends_with("memory") || key.ends_with("storage")) {
+        return (nanos / NANO).to_string();
+    }
+    let bytes = nanos / NANO;
+    match bytes {
+        0 => "0".to_owned(),
+        b if b % (1 << 30) == 0 => format!("{}Gi", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{}Mi", b >> 20),
+        b => b.to_string(),
+    }
+}

@@ -479,7 +479,8 @@ pub async fn fresh_tenant(env: &Env, name: &str, owner: &str, cpu: &str, memory:
         delete_tenant(env, name).await;
     }
     env.apply(&tenant_yaml(name, owner, cpu, memory, None));
-    let tenant = wait_ready(&tenants, name, Duration::from_secs(90)).await;
+    // (Ready includes the tenant's own control plane.)
+    let tenant = wait_ready(&tenants, name, Duration::from_secs(300)).await;
     let ns = tenant
         .status
         .and_then(|s| s.namespace)

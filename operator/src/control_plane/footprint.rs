@@ -157,14 +157,16 @@ fn container_value(c: &Container, resource: &str, limit: bool, default_limit: &s
     }
 }
 
-/// Nanos as a quantity: CPU in millicores, bytes in Mi when whole, else bytes.
+/// Nanos as a quantity: CPU in millicores, bytes in Gi or Mi when whole, else bytes.
 fn format_nanos(key: &str, n: i128) -> Quantity {
     if key.ends_with("cpu") {
         let milli = (n + 999_999) / 1_000_000;
         return Quantity(format!("{milli}m"));
     }
     let bytes = (n + NANO - 1) / NANO;
-    if bytes % (1 << 20) == 0 {
+    if bytes % (1 << 30) == 0 {
+        Quantity(format!("{}Gi", bytes >> 30))
+    } else if bytes % (1 << 20) == 0 {
         Quantity(format!("{}Mi", bytes >> 20))
     } else {
         Quantity(bytes.to_string())
@@ -205,9 +207,9 @@ mod tests {
             "the init container's limit is its request"
         );
         assert_eq!(f["limits.cpu"].0, "2000m");
-        assert_eq!(f["requests.memory"].0, "1024Mi");
-        assert_eq!(f["limits.memory"].0, "1024Mi");
-        assert_eq!(f["requests.storage"].0, "1024Mi");
+        assert_eq!(f["requests.memory"].0, "1Gi");
+        assert_eq!(f["limits.memory"].0, "1Gi");
+        assert_eq!(f["requests.storage"].0, "1Gi");
         assert_eq!(
             add(
                 "limits.cpu",
