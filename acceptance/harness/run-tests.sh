@@ -26,6 +26,8 @@ STATE="$REPO_ROOT/.kubespaces/test"
 cd "$REPO_ROOT"
 
 ensure_runtime_tools
+# The portal's test drives a real headless Chromium (Debian's package).
+ensure_cmds chromium:chromium
 ensure_node_tools
 ensure_go
 ensure_rust
