@@ -224,12 +224,20 @@ def pod_memory(pod, procs):
     if d is None:
         die(f"no memory cgroup for pod {pod['metadata']['name']} (uid {uid}) under {E['NODE_CGROUP']}")
     anon, ws = cgroup_memory(d)
+    cpu = pod_cpu_seconds(d)
     marks = (f"pod{uid}", f"pod{uid.replace('-', '_')}")
     rss = {}
     for exe, cg, r in procs.values():
         if exe != "pause" and any(m in cg for m in marks):
             rss[exe] = rss.get(exe, 0) + r
-    return {"anon": anon, "ws": ws, "rss": sum(rss.values()), "rss_by_exe": rss}
+    return {"anon": anon, "ws": ws, "rss": sum(rss.values()), "rss_by_exe": rss, "cpu": cpu}
+
+
+def pod_cpu_seconds(memory_dir):
+    """CPU seconds the pod used since it started (v1: cpuacct, same path as the memory cgroup)."""
+    if CGROUP_V2:
+        return read_kv(f"{memory_dir}/cpu.stat")["usage_usec"] / 1e6
+    return read_int(memory_dir.replace("/sys/fs/cgroup/memory/", "/sys/fs/cgroup/cpuacct/", 1) + "/cpuacct.usage") / 1e9
 
 
 def pods_of(ns):
@@ -290,6 +298,7 @@ def memory(res):
     out = {}
     for n, ss in samples.items():
         med = {k: statistics.median(s[k] for s in ss) for k in ("anon", "ws", "rss", "others_ws")}
+        med["cpu"] = ss[0]["cpu"]  # from the pod's start to the first sample (start-up + settling)
         med["rss_by_exe"] = ss[-1]["rss_by_exe"]
         med["others"] = ss[-1]["others"]
         vc = json.loads(kubectl("-n", f"cpb-mem-{n}", "get", "pod", f"{RELEASE}-0", "-o", "json").stdout)
@@ -297,7 +306,8 @@ def memory(res):
         out[n] = med
         say(f"memory {n}: vCluster pod anon {mib(med['anon'])}, working set {mib(med['ws'])}, RSS sum "
             f"{mib(med['rss'])} ({', '.join(f'{k} {mib(v)}' for k, v in sorted(med['rss_by_exe'].items()))}); "
-            f"other pods ({', '.join(med['others']) or 'none'}) working set {mib(med['others_ws'])}")
+            f"other pods ({', '.join(med['others']) or 'none'}) working set {mib(med['others_ws'])}; "
+            f"CPU {med['cpu']:.1f} s since the pod started")
     res["memory"] = out
     say("memory: uninstalling")
     in_threads(lambda n: run(ARGS.helm, "uninstall", RELEASE, "-n", f"cpb-mem-{n}", "--wait", check=False),
@@ -317,8 +327,11 @@ class OperatorSampler:
         threading.Thread(target=self.loop, daemon=True).start()
 
     def operators(self):
+        """(pod, cgroup dir, operator's RSS, RSS of the other processes in its container (helm
+        renders), how many of those) of every operator process of this cluster."""
         out = []
-        for pid, (exe, cg, rss) in processes().items():
+        procs = processes()
+        for pid, (exe, cg, rss) in procs.items():
             if exe != "kubespaces-operator" or f"/{E['NODE_CGROUP']}/" not in cg + "/":
                 continue
             try:
@@ -327,19 +340,22 @@ class OperatorSampler:
             except OSError:
                 continue
             root = "/sys/fs/cgroup" if CGROUP_V2 else "/sys/fs/cgroup/memory"
-            out.append((env.get(b"POD_NAME", str(pid).encode()).decode(), f"{root}{cg}", rss))
+            kids = [r for p, (e, c, r) in procs.items() if c == cg and p != pid]
+            out.append((env.get(b"POD_NAME", str(pid).encode()).decode(), f"{root}{cg}", rss, sum(kids), len(kids)))
         return out
 
     def loop(self):
         while not self.done.wait(0.5):
-            for pod, d, rss in self.operators():
+            for pod, d, rss, kids_rss, kids in self.operators():
                 try:
                     anon, ws = cgroup_memory(d)
                 except OSError:
                     continue
+                now = {"anon": anon, "ws": ws, "rss": rss, "kids_rss": kids_rss, "kids": kids}
                 for key in (self.mark, "all"):
-                    p = self.peak.setdefault(key, {}).setdefault(pod, {"anon": 0, "ws": 0, "rss": 0})
-                    p["anon"], p["ws"], p["rss"] = max(p["anon"], anon), max(p["ws"], ws), max(p["rss"], rss)
+                    p = self.peak.setdefault(key, {}).setdefault(pod, dict.fromkeys(now, 0))
+                    for k, v in now.items():
+                        p[k] = max(p[k], v)
 
 
 def leader():
@@ -558,7 +574,9 @@ def report(res):
     for mark, label in (("idle", "between rounds (idle / baseline running)"), ("operator", "peak while N Tenants became Ready")):
         for pod, p in sorted(peaks.get(mark, {}).items()):
             role = "leader" if pod == lead else "standby"
-            print(f"   {label:44} {role:8} working set {mib(p['ws']):>8}, anon {mib(p['anon']):>8}, process RSS {mib(p['rss']):>8}")
+            print(f"   {label:44} {role:8} working set {mib(p['ws']):>8}, anon {mib(p['anon']):>8}, operator RSS "
+                  f"{mib(p['rss']):>8}, helm children RSS {mib(p['kids_rss']):>8} ({p['kids']} at most)")
+    print("   (the container's cgroup holds the operator and the `helm template` processes it starts)")
 
     mem = res["memory"]
     if not mem:
@@ -567,14 +585,15 @@ def report(res):
     print(f"\n3. Host memory per control plane: the vCluster pod, settled {ARGS.settle} s after Ready, "
           f"median of {ARGS.samples} samples")
     print(f"   {'values':28} {'anon (cgroup)':>14} {'working set':>12} {'RSS sum':>9} {'anon/def':>9} "
-          f"{'ws/def':>7} {'RSS/def':>8}  {'+ CoreDNS pod ws':>16}")
+          f"{'ws/def':>7} {'RSS/def':>8}  {'+ CoreDNS pod ws':>16} {'CPU s':>6}")
     for name, m in mem.items():
         print(f"   {name:28} {mib(m['anon']):>14} {mib(m['ws']):>12} {mib(m['rss']):>9} "
               f"{m['anon'] / base['anon']:>8.2f}x {m['ws'] / base['ws']:>6.2f}x {m['rss'] / base['rss']:>7.2f}x  "
-              f"{mib(m['others_ws']):>16}")
+              f"{mib(m['others_ws']):>16} {m.get('cpu', 0):>6.1f}")
     print("   ours: the platform file + the per-tenant values the operator renders; defaults: the chart's,")
     print("   but local images, the kcm --controllers fix and telemetry off; other rows: ours + that env on")
     print("   the syncer (controlPlane.statefulSet.env, inherited by kube-apiserver, kcm, kine).")
+    print(f"   CPU s: the vCluster pod's CPU time from its start to the first sample ({ARGS.settle} s after all were Ready).")
     print("   RSS by process (ours): " + ", ".join(f"{k} {mib(v)}" for k, v in sorted(mem["ours"]["rss_by_exe"].items())))
     print("   target (issue 8): ours <= 0.6x the chart's defaults")
 
@@ -593,7 +612,7 @@ def main():
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--results")
     ARGS = ap.parse_args()
-    env_out = run("bash", "-c", '. "$1/env" && . "$1/run/node.env" && env -0', "env", ARGS.state).stdout
+    env_out = run("bash", "-c", 'set -a && . "$1/env" && . "$1/run/node.env" && env -0', "env", ARGS.state).stdout
     E.update(kv.split("=", 1) for kv in env_out.split("\0") if "=" in kv)
     for key in ("KUBESPACES_DOMAIN", "KUBESPACES_API_GATEWAY", "KUBESPACES_HELM", "NODE_CGROUP", "NODE_NS"):
         if not E.get(key):
