@@ -466,6 +466,8 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
         "TLSRoute",
         "Gateway",
         "ResolvedRefs",
+        "Retain",
+        "Secret",
     ];
     let mut written = Vec::new();
     for (path, text) in &sources {
