@@ -505,6 +505,10 @@ def baseline_round(r):
                      "hostnames": [host], "rules": [{"backendRefs": [{"name": RELEASE, "port": 443}]}]}}))
         helm_install(ns, ours(ns), True)
         helm = time.monotonic() - t0
+        # helm's --wait is content with the StatefulSet's pod Ready; the syncer may write its
+        # Secret a moment later (seen once in three runs): a user waits for it too.
+        wait_until(f"Secret {ns}/{ADMIN_SECRET}", ARGS.timeout, lambda: kubectl(
+            "-n", ns, "get", "secret", ADMIN_SECRET, check=False).returncode == 0, 0.5)
         kc = kubeconfig_file(ns, ADMIN_SECRET, rewrite_to=f"https://{host}:443")
         return helm, first_answer(kc) - t0
     out = in_threads(one, nss)
