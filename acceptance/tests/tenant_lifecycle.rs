@@ -54,7 +54,9 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     let ready = tenant.condition(conditions::READY).expect("Ready");
     assert_eq!(ready.reason, "Available");
     assert!(
-        ready.message.contains("control plane is not provisioned"),
+        ready
+            .message
+            .contains("the tenant control plane answers at https://team-atlas.api."),
         "Ready says what it means: {}",
         ready.message
     );

@@ -17,10 +17,10 @@ fn cases() -> Vec<Case> {
     let with = |name: &str, cpu: &str, memory: &str, storage: Option<&str>| {
         tenant_yaml(name, "alice@example.com", cpu, memory, storage)
     };
-    let long = "a".repeat(46);
+    let long = "a".repeat(kubespaces_operator::names::MAX_TENANT_NAME_LEN + 1);
     vec![
         Case {
-            what: "name too long for the namespace",
+            what: "name too long for the names derived from it",
             manifest: with(&long, "1", "1Gi", None),
             expect: &["metadata.name", "at most 31"],
         },
@@ -281,7 +281,10 @@ async fn invalid_tenants_are_refused_at_admission_with_the_field_named() {
 #[tokio::test]
 async fn the_longest_allowed_name_and_integer_quantities_are_accepted() {
     let env = Env::get();
-    let name = format!("v-{}", "x".repeat(43));
+    let name = format!(
+        "v-{}",
+        "x".repeat(kubespaces_operator::names::MAX_TENANT_NAME_LEN - 2)
+    );
     let manifest = spec(
         &name,
         "  owner: alice@example.com\n  resources:\n    cpu: 2\n    memory: 1073741824\n",
