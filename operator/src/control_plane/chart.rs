@@ -1,7 +1,7 @@
 //! The pinned chart: its archive checked against the pinned digest and version, then rendered
 //! with a real `helm template` into the objects to apply.
 
-use std::{collections::HashMap, path::Path, sync::Mutex, time::SystemTime};
+use std::{collections::HashMap, sync::Mutex, time::SystemTime};
 
 use kube::api::DynamicObject;
 use serde::Deserialize;
@@ -74,10 +74,25 @@ pub fn digest_of(bytes: &[u8]) -> String {
 /// Renders charts for tenants, checking the archive's digest once per change of the file and
 /// keeping the last render per tenant (a render runs helm: ~0.1 s of CPU; most reconciles
 /// render the same values again).
-#[derive(Default)]
 pub struct Renderer {
     verified: Mutex<Option<(SystemTime, u64, String)>>,
     renders: Mutex<HashMap<String, (String, Vec<DynamicObject>)>>,
+    /// Each helm process takes ~50 MiB, charged to the operator's container: a burst of new
+    /// tenants renders a few at a time, not one per reconcile slot.
+    helm_slots: tokio::sync::Semaphore,
+}
+
+/// How many `helm template` processes run at once.
+const HELM_SLOTS: usize = 2;
+
+impl Default for Renderer {
+    fn default() -> Self {
+        Self {
+            verified: Mutex::default(),
+            renders: Mutex::default(),
+            helm_slots: tokio::sync::Semaphore::new(HELM_SLOTS),
+        }
+    }
 }
 
 impl Renderer {
@@ -133,7 +148,10 @@ impl Renderer {
         {
             return Ok(objects);
         }
-        let yaml = helm_template(settings, namespace, kube_version, values).await?;
+        let yaml = {
+            let _slot = self.helm_slots.acquire().await;
+            helm_template(settings, namespace, kube_version, values).await?
+        };
         let objects = parse(&yaml)?;
         check_version(&objects, settings)?;
         if let Ok(mut r) = self.renders.lock() {
@@ -237,11 +255,6 @@ fn check_version(objects: &[DynamicObject], settings: &VclusterSettings) -> Resu
             pinned: settings.chart_version.clone(),
         }),
     }
-}
-
-/// Whether `path` exists (for start-up checks).
-pub fn exists(path: &Path) -> bool {
-    path.is_file()
 }
 
 #[cfg(test)]

@@ -206,6 +206,8 @@ async fn create_timeout_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
     assert!(!namespace_exists(&namespace).await, "the hold held");
 
     hold.release().await;
+    // The replacement gets the time a tenant's control plane needs to start.
+    ws.write(&tenant_tf(&name, "1"));
     assert_eq!(
         ws.planned_actions("kubespaces_tenant.t"),
         vec!["delete", "create"]

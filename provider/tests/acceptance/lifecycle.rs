@@ -225,8 +225,19 @@ output "data_api" {
     assert_eq!(ws.plan_code(), 0, "plan after refresh is empty");
 
     // A status that points at any other Secret is not followed: the refresh warns, naming it,
-    // and the kubeconfig stays the one the operator's Secret held.
+    // and the kubeconfig stays the one the operator's Secret held. (The tenant is paused first:
+    // the operator would otherwise put its own reference back at once.)
     use kube::api::{Patch, PatchParams};
+    let pause =
+        serde_json::json!({"metadata": {"annotations": {names::PAUSED_ANNOTATION: "true"}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&pause))
+        .await
+        .unwrap();
+    kubespaces_acceptance::wait_for("the operator to see the pause", WAIT, || async {
+        let t = api.get(&name).await.ok()?;
+        (t.condition(conditions::SYNCED)?.reason == "ReconcilePaused").then_some(())
+    })
+    .await;
     let elsewhere = serde_json::json!({"status": {"kubeconfigSecretRef": {
         "name": "kubeconfig", "namespace": "kube-system",
     }}});
@@ -246,6 +257,10 @@ output "data_api" {
         "{said}"
     );
     assert_eq!(ws.outputs()["kubeconfig"], published.as_str());
+    let resume = serde_json::json!({"metadata": {"annotations": {names::PAUSED_ANNOTATION: null}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&resume))
+        .await
+        .unwrap();
 
     ws.ok(&["destroy", "-auto-approve"]);
     assert!(
