@@ -413,10 +413,7 @@ async fn a_chart_that_is_not_the_pinned_one_installs_nothing_until_the_pin_is_fi
     let pinned = pinned_digest();
     let flags = |digest: &str| vcluster_flags(digest, &[]);
     let wrong = format!("sha256:{}", "0".repeat(64));
-    let wrong_flags = flags(&wrong);
-    let args: Vec<&str> = wrong_flags.iter().map(String::as_str).collect();
-    let mut operator =
-        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    let mut operator = start_operator(&env, shard, &flags(&wrong)).await;
     tenants
         .create(
             &Default::default(),
@@ -458,10 +455,7 @@ async fn a_chart_that_is_not_the_pinned_one_installs_nothing_until_the_pin_is_fi
         "nothing of the chart installed"
     );
     operator.kill();
-    let right_flags = flags(&pinned);
-    let args: Vec<&str> = right_flags.iter().map(String::as_str).collect();
-    let mut operator =
-        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    let mut operator = start_operator(&env, shard, &flags(&pinned)).await;
     let ready = wait_ready(&tenants, name, READY_WITHIN).await;
     assert!(ready.condition(conditions::STALLED).is_none());
     operator.assert_every_request_listed().await;
@@ -514,6 +508,13 @@ fn vcluster_flags(digest: &str, extra_values: &[&Path]) -> Vec<String> {
             var("KUBESPACES_STORAGE_CLASS")
         ),
     ]
+}
+
+/// A test-owned operator for `shard`, under the chart's roles, with `flags`.
+async fn start_operator(env: &Env, shard: &str, flags: &[String]) -> OperatorProcess {
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    OperatorProcess::start_least_privileged(&env.client().await, env.operator_bin(), shard, &args)
+        .await
 }
 
 fn pinned_digest() -> String {
@@ -574,10 +575,12 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
         "controlPlane:\n  statefulSet:\n    labels:\n      kubespaces.io/test-value: changed\n",
     )
     .expect("values file");
-    let flags = vcluster_flags(&pinned_digest(), &[&before_values]);
-    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut operator =
-        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    let mut operator = start_operator(
+        &env,
+        shard,
+        &vcluster_flags(&pinned_digest(), &[&before_values]),
+    )
+    .await;
     tenants
         .create(
             &Default::default(),
@@ -612,10 +615,12 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
 
     // A new operator (as after a chart upgrade) with other values: the StatefulSet is updated
     // in place, the PodDisruptionBudget pruned, nothing else added or left behind.
-    let flags = vcluster_flags(&pinned_digest(), &[&after_values]);
-    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut operator =
-        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &args).await;
+    let mut operator = start_operator(
+        &env,
+        shard,
+        &vcluster_flags(&pinned_digest(), &[&after_values]),
+    )
+    .await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &names::namespace(name));
     wait_for(
         "the StatefulSet to carry the new value",

@@ -222,8 +222,7 @@ impl ControlPlane {
         if let Some(status) = outcome.status.as_mut() {
             status.objects = wanted;
         }
-        let route = apply::apply_all(client, &self.kinds, &name, vec![build.route.clone()]).await;
-        route?;
+        apply::apply_all(client, &self.kinds, &name, vec![build.route]).await?;
 
         // 2. The workload.
         let running = statefulset.is_some_and(|s| {
