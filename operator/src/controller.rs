@@ -24,6 +24,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 use thiserror::Error;
+use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use crate::{
@@ -32,7 +33,7 @@ use crate::{
     control_plane::ControlPlane,
     metrics::Metrics,
     names,
-    reconcile::{self, Caches, Context},
+    reconcile::{self, Caches, Context, recent::RecentWrites},
 };
 
 #[derive(Debug, Error)]
@@ -96,6 +97,34 @@ where
         + Sync
         + 'static,
 {
+    watch_children_with(client, triggers, Watching::default())
+}
+
+/// What a watch of host objects does besides filling its cache and triggering reconciles.
+#[derive(Default)]
+struct Watching {
+    /// Woken once the cache holds each change.
+    changed: Option<Arc<Notify>>,
+    /// The reconciler's own writes: their echoes trigger no reconcile (see
+    /// [`RecentWrites::is_echo`]).
+    echoes_of: Option<Arc<RecentWrites>>,
+}
+
+/// [`watch_children`], with [`Watching`].
+fn watch_children_with<K>(
+    client: &Client,
+    triggers: mpsc::UnboundedSender<TenantRef>,
+    watching: Watching,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let (store, writer) = reflector::store();
     let config = watcher::Config::default()
         .labels(names::TENANT_LABEL)
@@ -110,7 +139,20 @@ where
         while let Some(event) = stream.next().await {
             match event {
                 Ok(object) => {
+                    if let Some(changed) = &watching.changed {
+                        changed.notify_waiters();
+                    }
                     if let Some(tenant) = object.labels().get(names::TENANT_LABEL) {
+                        // The same key the reconciler records its write of this kind under.
+                        let key = format!("{tenant}/{}", K::kind(&()));
+                        let version = object.resource_version();
+                        if watching
+                            .echoes_of
+                            .as_ref()
+                            .is_some_and(|r| r.is_echo(&key, version.as_deref()))
+                        {
+                            continue;
+                        }
                         let _ = triggers.unbounded_send(ObjectRef::new(tenant));
                     }
                 }
@@ -137,12 +179,27 @@ pub async fn run(
         .map_err(StartError::CrdMissing)?;
 
     let (triggers, trigger_stream) = mpsc::unbounded();
+    let quota_changed = Arc::new(Notify::new());
+    let recent = Arc::new(RecentWrites::default());
+    // The kinds the reconciler writes itself (host::ensure): their echoes are no news.
+    let own = || Watching {
+        changed: None,
+        echoes_of: Some(recent.clone()),
+    };
     let caches = Caches {
-        namespaces: watch_children::<Namespace>(&client, triggers.clone()),
-        quotas: watch_children::<ResourceQuota>(&client, triggers.clone()),
-        limit_ranges: watch_children::<LimitRange>(&client, triggers.clone()),
-        owner_bindings: watch_children::<RoleBinding>(&client, triggers.clone()),
-        network_policies: watch_children::<NetworkPolicy>(&client, triggers.clone()),
+        namespaces: watch_children_with::<Namespace>(&client, triggers.clone(), own()),
+        quotas: watch_children_with::<ResourceQuota>(
+            &client,
+            triggers.clone(),
+            Watching {
+                changed: Some(quota_changed.clone()),
+                ..own()
+            },
+        ),
+        quota_changed,
+        limit_ranges: watch_children_with::<LimitRange>(&client, triggers.clone(), own()),
+        owner_bindings: watch_children_with::<RoleBinding>(&client, triggers.clone(), own()),
+        network_policies: watch_children_with::<NetworkPolicy>(&client, triggers.clone(), own()),
         statefulsets: watch_children::<StatefulSet>(&client, triggers.clone()),
         services: watch_children::<Service>(&client, triggers),
     };
@@ -241,7 +298,7 @@ pub async fn run(
         caches,
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
-        recent: Default::default(),
+        recent: recent.clone(),
         connection_secret_namespaces: config.connection_secret_namespaces.clone(),
         control_plane,
     });
@@ -255,7 +312,21 @@ pub async fn run(
         .backoff(watch_backoff())
         .modify(slim::<DeserializeGuard<Tenant>>)
         .reflect(tenant_writer)
-        .applied_objects();
+        .applied_objects()
+        // The echo of our own status or finalizer write is no news (the cache holds it all
+        // the same): without this, every write of ours would cost another reconcile.
+        .filter(move |event| {
+            let echo = match event {
+                Ok(DeserializeGuard(Ok(tenant))) => {
+                    let version = tenant.resource_version();
+                    let version = version.as_deref();
+                    recent.is_echo(&reconcile::status_key(tenant), version)
+                        || recent.is_echo(&reconcile::finalizers_key(tenant), version)
+                }
+                _ => false,
+            };
+            futures::future::ready(!echo)
+        });
 
     info!(selector = ?config.selector, concurrency = config.concurrency, "starting the tenant controller");
     ready();

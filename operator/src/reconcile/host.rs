@@ -1,14 +1,15 @@
 //! Applies the host objects of a tenant — only those that are missing or drifted.
 
-use std::{fmt::Debug, time::Duration};
+use std::{fmt::Debug, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
 use kube::{
     Api, Resource, ResourceExt,
     api::{Patch, PatchParams, PostParams},
-    runtime::reflector::ObjectRef,
+    runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Serialize, de::DeserializeOwned};
+use tokio::sync::Notify;
 use tracing::debug;
 
 use super::{Context, drift, observe};
@@ -141,9 +142,10 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
 /// How long a reconcile waits for the quota controller to compute a quota it just wrote.
 const QUOTA_SETTLE: Duration = Duration::from_secs(2);
 
-/// Waits briefly (watching the cache) for the quota controller to enforce `quota`. It usually
-/// does within a fraction of a second, and waiting here lets the first status written be the
-/// final one instead of "Provisioning" followed by "Ready": half the status writes.
+/// Waits briefly for the quota controller to enforce `quota`. It usually answers within a
+/// fraction of a second, and waiting here lets the first status written be the final one
+/// instead of "Provisioning" followed by "Ready": half the status writes.
+#[tracing::instrument(skip_all, level = "debug")]
 async fn settle_quota(
     tenant: &Tenant,
     host_config: &HostConfig,
@@ -151,16 +153,49 @@ async fn settle_quota(
     ctx: &Context,
 ) -> ResourceQuota {
     let key = ObjectRef::new(names::QUOTA).within(&names::namespace(&tenant.name_any()));
-    let deadline = tokio::time::Instant::now() + QUOTA_SETTLE;
-    while tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if let Some(cached) = ctx.caches.quotas.get(&key)
-            && observe::quota_enforced(tenant, host_config, &cached)
-        {
-            return (*cached).clone();
+    let started = tokio::time::Instant::now();
+    let enforced = cached_when(
+        &ctx.caches.quotas,
+        &ctx.caches.quota_changed,
+        &key,
+        QUOTA_SETTLE,
+        |q| observe::quota_enforced(tenant, host_config, q),
+    )
+    .await;
+    debug!(waited = ?started.elapsed(), enforced = enforced.is_some(), "quota settle");
+    enforced.map_or(quota, |q| (*q).clone())
+}
+
+/// The cached object at `key` once `wanted` holds for it, or None after `within`. Woken by
+/// `changed` (which the watch fires once the cache holds a change), so it returns the moment
+/// the watch delivers: a poll would add half its period to every tenant's time-to-Ready, and
+/// hold the reconcile slot that long.
+async fn cached_when<K>(
+    store: &Store<K>,
+    changed: &Notify,
+    key: &ObjectRef<K>,
+    within: Duration,
+    wanted: impl Fn(&K) -> bool,
+) -> Option<Arc<K>>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let found = async {
+        loop {
+            // Registered before the cache is read, so a change in between still wakes us.
+            let next = changed.notified();
+            let mut next = std::pin::pin!(next);
+            next.as_mut().enable();
+            if let Some(cached) = store.get(key)
+                && wanted(&cached)
+            {
+                return cached;
+            }
+            next.await;
         }
-    }
-    quota
+    };
+    tokio::time::timeout(within, found).await.ok()
 }
 
 fn create_params() -> PostParams {
@@ -236,4 +271,58 @@ where
     let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
     let applied = api.patch(&name, &params, &Patch::Apply(&desired)).await?;
     Ok(Some(known.wrote(applied, ctx)))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ResourceQuotaStatus;
+    use kube::runtime::{reflector, watcher};
+
+    use super::*;
+
+    fn quota(version: &str, enforced: bool) -> ResourceQuota {
+        let mut q = ResourceQuota::default();
+        q.metadata.name = Some(names::QUOTA.into());
+        q.metadata.namespace = Some("kubespaces-tenant-a".into());
+        q.metadata.resource_version = Some(version.into());
+        q.status = enforced.then(ResourceQuotaStatus::default);
+        q
+    }
+
+    // Time is paused: the wait's 2 s pass at once when nothing else can run, so a wait that is
+    // not woken by the watch returns None instead of the enforced quota.
+    #[tokio::test(start_paused = true)]
+    async fn a_settling_reconcile_wakes_when_the_watch_delivers_the_answer() {
+        let (store, mut writer) = reflector::store::<ResourceQuota>();
+        writer.apply_watcher_event(&watcher::Event::Apply(quota("1", false)));
+        let changed = Arc::new(Notify::new());
+        let key = ObjectRef::from_obj(&quota("1", false));
+        let watch = {
+            let changed = changed.clone();
+            async move {
+                // The quota controller's answer arrives while the reconcile waits.
+                tokio::task::yield_now().await;
+                writer.apply_watcher_event(&watcher::Event::Apply(quota("2", true)));
+                changed.notify_waiters();
+            }
+        };
+        let (found, ()) = tokio::join!(
+            cached_when(&store, &changed, &key, QUOTA_SETTLE, |q| q.status.is_some()),
+            watch
+        );
+        let found = found.expect("woken by the watch before the deadline");
+        assert_eq!(found.metadata.resource_version.as_deref(), Some("2"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unanswered_quota_is_given_up_after_the_settle_time() {
+        let (store, mut writer) = reflector::store::<ResourceQuota>();
+        writer.apply_watcher_event(&watcher::Event::Apply(quota("1", false)));
+        let key = ObjectRef::from_obj(&quota("1", false));
+        let found = cached_when(&store, &Notify::new(), &key, QUOTA_SETTLE, |q| {
+            q.status.is_some()
+        })
+        .await;
+        assert!(found.is_none());
+    }
 }

@@ -46,6 +46,9 @@ use observe::HostObjects;
 pub struct Caches {
     pub namespaces: Store<Namespace>,
     pub quotas: Store<ResourceQuota>,
+    /// Woken on every change the quota watch delivers (after the cache holds it): a reconcile
+    /// waiting for the quota controller wakes when it answers, not at the next poll.
+    pub quota_changed: Arc<tokio::sync::Notify>,
     pub limit_ranges: Store<LimitRange>,
     pub owner_bindings: Store<RoleBinding>,
     pub network_policies: Store<NetworkPolicy>,
@@ -102,7 +105,7 @@ pub struct Context {
     pub caches: Caches,
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
-    pub recent: recent::RecentWrites,
+    pub recent: Arc<recent::RecentWrites>,
     /// Where `spec.writeConnectionSecretToRef` may point (`--connection-secret-namespaces`).
     pub connection_secret_namespaces: Vec<String>,
     /// The tenant control plane, unless the operator runs with `--control-plane=none`.
@@ -286,11 +289,11 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     }
 }
 
-fn finalizers_key(tenant: &Tenant) -> String {
+pub(crate) fn finalizers_key(tenant: &Tenant) -> String {
     format!("{}/Tenant/finalizers", tenant.name_any())
 }
 
-fn status_key(tenant: &Tenant) -> String {
+pub(crate) fn status_key(tenant: &Tenant) -> String {
     format!("{}/Tenant/status", tenant.name_any())
 }
 

@@ -97,6 +97,19 @@ impl RecentWrites {
         }
     }
 
+    /// True when the object under `key`, at `version`, is exactly what we wrote last: the
+    /// watch echoing our own write. It tells the reconciler nothing it did not know (it wrote
+    /// that), so it need not trigger another pass. Any other version (someone else's change,
+    /// or the API server's own, like a quota's status) is news.
+    pub fn is_echo(&self, key: &str, version: Option<&str>) -> bool {
+        version.is_some()
+            && self.entries.lock().is_ok_and(|entries| {
+                entries
+                    .get(key)
+                    .is_some_and(|e| e.version.as_deref() == version)
+            })
+    }
+
     /// True when a write under `prefix` is still preferred to the cache: look again after
     /// [`TRUST`], when the cache alone decides.
     pub fn pending(&self, prefix: &str) -> bool {
@@ -125,6 +138,20 @@ mod tests {
         {
             e.at -= TRUST;
         }
+    }
+
+    #[test]
+    fn only_the_version_we_wrote_is_an_echo() {
+        let recent = RecentWrites::default();
+        recent.record("t/Namespace".into(), Some("7".into()), json!({"v": 2}));
+        assert!(recent.is_echo("t/Namespace", Some("7")));
+        // Someone else's later change, an earlier state, another object, no version at all.
+        assert!(!recent.is_echo("t/Namespace", Some("8")));
+        assert!(!recent.is_echo("t/Namespace", Some("6")));
+        assert!(!recent.is_echo("t/LimitRange", Some("7")));
+        assert!(!recent.is_echo("t/Namespace", None));
+        recent.record("u/Namespace".into(), None, json!({}));
+        assert!(!recent.is_echo("u/Namespace", None));
     }
 
     #[test]

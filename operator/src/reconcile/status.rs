@@ -90,6 +90,25 @@ pub fn with_conditions(
     }
 }
 
+/// Whether a phase change is worth an Event (a line in `kubectl describe`): Failed and Deleting,
+/// and Ready again after Failed. A tenant's first Ready is not: its status says so (the Ready
+/// condition, with the time), and an Event would be one more write for every tenant created —
+/// the largest part of what provisioning many tenants at once cost beyond the writes it cannot
+/// avoid. Pending and Provisioning are visible in the status too.
+fn announced(old: Option<&str>, new: Option<&str>) -> bool {
+    let (ready, failed, deleting) = (
+        Phase::Ready.as_str(),
+        Phase::Failed.as_str(),
+        Phase::Deleting.as_str(),
+    );
+    match new {
+        _ if old == new => false,
+        Some(p) if p == failed || p == deleting => true,
+        Some(p) if p == ready => old == Some(failed),
+        _ => false,
+    }
+}
+
 /// Writes `new` unless it equals the current status, records the phase in the metrics, and
 /// reports phase transitions as Events.
 pub async fn write(
@@ -138,13 +157,10 @@ pub async fn write(
     {
         ctx.metrics.observe_time_to_ready(elapsed);
     }
-    // Transitions worth a line in `kubectl describe`: Ready, Failed, Deleting. Pending and
-    // Provisioning are visible in the status and not worth an extra write per tenant each.
-    let announced = [Phase::Ready, Phase::Failed, Phase::Deleting].map(Phase::as_str);
     if old_phase != new_phase {
         tracing::info!(tenant = %name, from = ?old_phase, to = ?new_phase, "phase changed");
     }
-    if old_phase != new_phase && new_phase.as_deref().is_some_and(|p| announced.contains(&p)) {
+    if announced(old_phase.as_deref(), new_phase.as_deref()) {
         let phase = new_phase.unwrap_or_default();
         let ready = new.conditions.iter().find(|c| c.type_ == conditions::READY);
         let note = ready.map(|c| c.message.clone()).unwrap_or_default();
@@ -156,4 +172,31 @@ pub async fn write(
         publish(ctx, &tenant.object_ref(&()), type_, &phase, &note);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_for_failures_deletions_and_recoveries_not_for_every_new_tenant() {
+        let [pending, provisioning, ready, failed, deleting] = [
+            Phase::Pending,
+            Phase::Provisioning,
+            Phase::Ready,
+            Phase::Failed,
+            Phase::Deleting,
+        ]
+        .map(|p| Some(p.as_str()));
+        for first in [None, pending, provisioning] {
+            assert!(!announced(first, ready), "first Ready from {first:?}");
+        }
+        assert!(announced(ready, failed));
+        assert!(announced(provisioning, failed));
+        assert!(announced(ready, deleting));
+        assert!(announced(failed, ready), "a recovery is news");
+        assert!(!announced(failed, failed));
+        assert!(!announced(ready, ready));
+        assert!(!announced(ready, provisioning));
+    }
 }
