@@ -249,7 +249,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
             let control_plane_next = outcome.control_plane.as_ref().and_then(|c| c.requeue);
             let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
             let stalled = outcome.stalled.is_some();
-            status::write(&api, tenant, new_status, ctx).await?;
+            let held_back = status::write(&api, tenant, new_status, ctx).await?;
             let next = match (ready, stalled) {
                 (true, _) => ctx.resync,
                 // A conflicting namespace is not ours to watch; look again now and then.
@@ -257,6 +257,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
                 _ => CONVERGING_REQUEUE,
             };
             let next = control_plane_next.map_or(next, |d| next.min(d));
+            let next = held_back.map_or(next, |d| next.min(d));
             // While our own writes are preferred to the caches, look again once the caches
             // alone decide, so a change someone made meanwhile is not missed.
             let pending = ctx.recent.pending(&format!("{}/", tenant.name_any()));

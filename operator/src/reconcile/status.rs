@@ -1,5 +1,7 @@
 //! Status: computed from conditions (pure), written only when it changed.
 
+use std::time::Duration;
+
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
     Api, Resource, ResourceExt,
@@ -109,14 +111,54 @@ fn announced(old: Option<&str>, new: Option<&str>) -> bool {
     }
 }
 
-/// Writes `new` unless it equals the current status, records the phase in the metrics, and
-/// reports phase transitions as Events.
+/// How long after a tenant turned Ready changes of its quota usage alone wait to be written.
+const USAGE_SETTLE: Duration = Duration::from_secs(10);
+
+/// How long to hold `new` back, when it differs from `old` only in the quota usage and the
+/// tenant turned Ready less than [`USAGE_SETTLE`] ago. Right after a namespace is made, the
+/// controller-manager adds objects of its own (the `kube-root-ca.crt` ConfigMap) and the quota
+/// controller counts them a moment after the quota is enforced: written as they come, those
+/// counts would double the status writes of every new tenant, and compete with the tenants still
+/// waiting to be provisioned. Held back, they are written once, together. Later usage changes
+/// are written at once.
+fn usage_settling(
+    old: Option<&TenantStatus>,
+    new: &TenantStatus,
+    now: Timestamp,
+) -> Option<Duration> {
+    let old = old?;
+    let ready_since = old
+        .conditions
+        .iter()
+        .find(|c| c.type_ == conditions::READY && c.status == "True")?
+        .last_transition_time
+        .0;
+    let (old_quota, new_quota) = (old.quota.as_ref()?, new.quota.as_ref()?);
+    let same_but_usage = TenantStatus {
+        quota: Some(QuotaStatus {
+            used: old_quota.used.clone(),
+            hard: new_quota.hard.clone(),
+        }),
+        ..new.clone()
+    };
+    if same_but_usage != *old {
+        return None;
+    }
+    let since = Duration::try_from(now.duration_since(ready_since)).unwrap_or(Duration::ZERO);
+    USAGE_SETTLE
+        .checked_sub(since)
+        .filter(|left| !left.is_zero())
+}
+
+/// Writes `new` unless it equals the current status (or only its quota usage changed, right after
+/// the tenant turned Ready: then it returns when to look again, see [`usage_settling`]), records
+/// the phase in the metrics, and reports phase transitions as Events.
 pub async fn write(
     api: &Api<Tenant>,
     tenant: &Tenant,
     new: TenantStatus,
     ctx: &Context,
-) -> Result<()> {
+) -> Result<Option<Duration>> {
     let name = tenant.name_any();
     let phase_of = |s: Option<&TenantStatus>| s.and_then(|s| s.phase.clone());
     let old_phase = phase_of(tenant.status.as_ref());
@@ -128,7 +170,10 @@ pub async fn write(
         ctx.metrics.set_phase(&name, Some(*p));
     }
     if tenant.status.as_ref() == Some(&new) {
-        return Ok(());
+        return Ok(None);
+    }
+    if let Some(wait) = usage_settling(tenant.status.as_ref(), &new, Timestamp::now()) {
+        return Ok(Some(wait));
     }
     let was_ready = tenant
         .condition(conditions::READY)
@@ -171,12 +216,74 @@ pub async fn write(
         };
         publish(ctx, &tenant.object_ref(&()), type_, &phase, &note);
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Condition};
+
     use super::*;
+
+    fn ready_status(since: Timestamp, configmaps: &str) -> TenantStatus {
+        let q = |v: &str| {
+            std::collections::BTreeMap::from([("configmaps".to_owned(), Quantity(v.to_owned()))])
+        };
+        TenantStatus {
+            phase: Some("Ready".into()),
+            quota: Some(QuotaStatus {
+                hard: q("50"),
+                used: q(configmaps),
+            }),
+            conditions: vec![Condition {
+                type_: conditions::READY.into(),
+                status: "True".into(),
+                reason: "Available".into(),
+                message: "ready".into(),
+                last_transition_time: Time(since),
+                observed_generation: Some(1),
+            }],
+            ..TenantStatus::default()
+        }
+    }
+
+    #[test]
+    fn usage_alone_waits_a_moment_after_ready_then_goes_out_at_once() {
+        let ready_at = Timestamp::now();
+        let later = |s: i64| ready_at + k8s_openapi::jiff::SignedDuration::from_secs(s);
+        let old = ready_status(ready_at, "0");
+        let counted = ready_status(ready_at, "1");
+        let wait = usage_settling(Some(&old), &counted, later(3));
+        assert_eq!(wait, Some(Duration::from_secs(7)));
+        assert_eq!(usage_settling(Some(&old), &counted, later(10)), None);
+        assert_eq!(usage_settling(Some(&old), &counted, later(60)), None);
+    }
+
+    #[test]
+    fn anything_but_usage_goes_out_at_once() {
+        let ready_at = Timestamp::now();
+        let old = ready_status(ready_at, "0");
+        let mut failed = ready_status(ready_at, "1");
+        failed.phase = Some("Failed".into());
+        assert_eq!(usage_settling(Some(&old), &failed, ready_at), None);
+        let mut hard = ready_status(ready_at, "0");
+        if let Some(q) = hard.quota.as_mut() {
+            q.hard.insert("configmaps".into(), Quantity("60".into()));
+        }
+        assert_eq!(usage_settling(Some(&old), &hard, ready_at), None);
+        // Not Ready yet, or no status at all: written at once.
+        let mut provisioning = old.clone();
+        provisioning.conditions[0].status = "False".into();
+        assert_eq!(
+            usage_settling(Some(&provisioning), &counted(ready_at), ready_at),
+            None
+        );
+        assert_eq!(usage_settling(None, &old, ready_at), None);
+    }
+
+    fn counted(at: Timestamp) -> TenantStatus {
+        ready_status(at, "1")
+    }
 
     #[test]
     fn events_for_failures_deletions_and_recoveries_not_for_every_new_tenant() {
