@@ -2,8 +2,9 @@
 # run-apps-bench.sh [SECONDS [ROUNDS]] — `make bench-apps`: what the Gateway costs a tenant's app
 # (issue 9), in .kubespaces/appsbench/: a fresh cluster with the real node, the platform Gateway
 # (Traefik) and cert-manager, the chart installed by `chart.sh install` (apps exposure on), one
-# Tenant with an app published from inside it exactly as docs/exposing-apps.md does (busybox
-# httpd, a Service, an HTTPRoute). Then wrk, from the node's network namespace, side by side:
+# Tenant with an app published from inside it as docs/exposing-apps.md does (a Deployment, a
+# Service, an HTTPRoute; the app is the harness's small Go server in plain-HTTP mode, which keeps
+# connections alive as most apps do). Then wrk, from the node's network namespace, side by side:
 #   gateway  https://<app>.<tenant>.apps.<domain>/ through Traefik (TLS terminated there, the
 #            tenant's certificate), keep-alive connections to the Gateway;
 #   direct   http://<pod IP>:8080/, the same pod, no Gateway;
@@ -51,7 +52,7 @@ EOF
 TKC="$STATE/$TENANT.kubeconfig"
 (umask 077; "$K" get secret tenant-kubeconfig -n "kubespaces-tenant-$TENANT" -o jsonpath='{.data.config}' | base64 -d >"$TKC")
 HOST="hello.$TENANT.apps.$KUBESPACES_DOMAIN"
-# The app of docs/exposing-apps.md, with a CPU limit high enough that the app is not the limit.
+# The app: a Go net/http server (keep-alive), with a CPU limit high enough not to be the limit.
 "$K" --kubeconfig "$TKC" apply -f - <<EOF >&2
 apiVersion: apps/v1
 kind: Deployment
@@ -64,8 +65,8 @@ spec:
     spec:
       containers:
       - name: hello
-        image: $KUBESPACES_BUSYBOX_IMAGE
-        command: [sh, -c, 'mkdir -p /tmp/www && echo "hello from $TENANT" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']
+        image: $KUBESPACES_TLSSERVER_IMAGE
+        args: [-plain, -addr, ":8080", -name, $TENANT]
         ports: [{name: http, containerPort: 8080}]
         readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 2}
         resources: {requests: {cpu: 500m, memory: 64Mi}, limits: {cpu: "1", memory: 64Mi}}
@@ -137,7 +138,7 @@ row() {
   echo
   echo "Apps through the Gateway vs the same pod direct: wrk -t2 -c8 -d${DURATION}s, $ROUNDS rounds (order alternating), from the node's network namespace"
   echo "  gateway: https://$HOST/ (Traefik, TLS terminated with the tenant's certificate, keep-alive)"
-  echo "  direct:  http://$POD_IP:8080/ (busybox httpd in the tenant's pod)"
+  echo "  direct:  http://$POD_IP:8080/ (the same server in the tenant's pod, keep-alive)"
   printf '%-16s %12s %-14s %12s %-14s %7s\n' "" "gateway" "[range]" "direct" "[range]" "ratio"
   row "requests/s" "1/s" G_RPS D_RPS
   row "latency p50" "ms" G_P50 D_P50
