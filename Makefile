@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench bench-provider bench-node bench-chart bench-control-plane tools
+.PHONY: help up down test bench bench-provider bench-node bench-chart bench-control-plane bench-apps tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ bench-chart: ## the operator's pods under the chart's limits: memory, CPU with 3
 
 bench-control-plane: ## tenant control planes: 5 Tenants to Ready vs helm install --wait, memory vs chart defaults (TENANTS=n ROUNDS=n)
 	@$(H)/run-control-plane-bench.sh $(or $(TENANTS),5) $(or $(ROUNDS),2)
+
+bench-apps: ## a tenant's app through the Gateway vs the same pod direct: req/s, p50/p99 (DURATION=seconds ROUNDS=n)
+	@$(H)/run-apps-bench.sh $(or $(DURATION),10) $(or $(ROUNDS),3)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh

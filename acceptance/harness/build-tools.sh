@@ -7,7 +7,10 @@
 #                  (the harness's image builder and the pod sandbox's pause process), tlsserver
 #                  (an HTTPS backend for tests), Traefik (the platform's Gateway) and the Gateway
 #                  API standard-channel CRDs (gateway-api-crds/, from the module Traefik pins),
-#                  local-path-provisioner (dynamic volumes)
+#                  local-path-provisioner (dynamic volumes), and cert-manager (the controller,
+#                  from a project-owned main over the pinned module's public packages: SelfSigned
+#                  and CA issuers, no ACME; acceptance/tools/cert-manager) with its CRDs
+#                  (cert-manager-crds/, the module's deploy/crds)
 # Also assembles kwok's stage file (kwok-stages.yaml) from the pinned kwok module: the kwok binary
 # has no built-in stages.
 # Prints the directory holding everything (a directory of symlinks) on stdout; logs go to stderr.
@@ -172,6 +175,22 @@ LPP_V=$(modversion github.com/rancher/local-path-provisioner "$TOOLS/local-path"
 LPP_DIR=$(build_cached local-path "$LPP_V" "$TOOLS/local-path" "-s -w -X main.VERSION=$LPP_V" \
   github.com/rancher/local-path-provisioner)
 
+# cert-manager (acceptance/tools/cert-manager: its own main, since upstream's cmd/controller is a
+# nested module the proxy does not serve), stamped with the module's version like upstream's
+# release build, and its CRDs from the same module (deploy/crds).
+CM_V=$(modversion github.com/cert-manager/cert-manager "$TOOLS/cert-manager")
+CM_DIR=$(build_cached cert-manager "$CM_V" "$TOOLS/cert-manager" \
+  "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CM_V" .)
+CM_CRDS="$CACHE/cert-manager/$CM_V-crds"
+if [ ! -f "$CM_CRDS/.complete" ]; then
+  cm_mod=$(cd "$TOOLS/cert-manager" && go mod download github.com/cert-manager/cert-manager && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+  tmp=$(mktemp -d "$CM_CRDS.tmp.XXXXXX")
+  cp "$cm_mod"/deploy/crds/*.yaml "$tmp/"
+  chmod 755 "$tmp"; chmod 644 "$tmp"/*.yaml
+  touch "$tmp/.complete"
+  rm -rf "$CM_CRDS"; mv "$tmp" "$CM_CRDS"
+fi
+
 # kwok's stages, from the same pinned module as the binary (kept next to it in the cache):
 # node initialize + lease heartbeat (kwokctl's defaults), fast pod ready/complete/delete, and the
 # volume stages that provision/bind/release PVs for PVCs of the `kwok-volume` StorageClass.
@@ -196,6 +215,7 @@ fi
 find "$CACHE/bin" -maxdepth 1 -type l -delete 2>/dev/null || true
 NODE_DIRS="$CONTAINERD_DIR $COREDNS_DIR $KROUTER_DIR $IMAGES_DIR $LPP_DIR"
 NODE_DIRS+=" $TRAEFIK_DIR $GWAPI_DIR"   # the Gateway (Traefik, Gateway API CRDs)
+NODE_DIRS+=" $CM_DIR $CM_CRDS"          # cert-manager (controller, CRDs)
 BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR $NODE_DIRS" | sha256sum | cut -c1-12)"
 mkdir -p "$BIN"
 for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"/kube-scheduler \
@@ -211,6 +231,9 @@ done
 ln -sfn "$TRAEFIK_DIR/traefik" "$BIN/traefik"
 ln -sfn "$IMAGES_DIR/tlsserver" "$BIN/tlsserver"
 ln -sfn "$GWAPI_DIR" "$BIN/gateway-api-crds"
+# cert-manager's controller and CRDs (cert-manager.sh).
+ln -sfn "$CM_DIR/cert-manager" "$BIN/cert-manager"
+ln -sfn "$CM_CRDS" "$BIN/cert-manager-crds"
 
 # The extras asked for. They are not part of the cluster, so they do not go into the key of $BIN:
 # their symlinks are (re)pointed in place.

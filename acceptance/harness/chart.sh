@@ -129,6 +129,11 @@ install() {
         --set-string controlPlane.gatewayAddress="$KUBESPACES_GATEWAY_SERVICE"
         --set-string controlPlane.vcluster.storageClass="${KUBESPACES_STORAGE_CLASS:-}"
         -f "$STATE/chart-vcluster-values.yaml")
+    # Apps exposure where the cluster has cert-manager's issuer (cert-manager.sh) too.
+    if [ -n "${KUBESPACES_APPS_CLUSTER_ISSUER:-}" ]; then
+      cp+=(--set-string controlPlane.apps.gatewayClass="$KUBESPACES_APPS_GATEWAY_CLASS"
+           --set-string controlPlane.apps.clusterIssuer="$KUBESPACES_APPS_CLUSTER_ISSUER")
+    fi
   fi
   log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${cp[*]} $*"
   if ! helm_ upgrade --install "$RELEASE" "$CHART" -n "$NAMESPACE" --create-namespace \

@@ -3,7 +3,8 @@
 # kube-apiserver, the CRDs from operator/manifests, kube-controller-manager, kube-scheduler, and
 # its nodes: a real node (node-up.sh: containerd, kubelet, kube-proxy, kube-router, CoreDNS) and/or
 # a kwok node that only simulates pods, and with a real node the platform's Gateway (gateway.sh:
-# Traefik, the Gateway API CRDs, hosts-sync for /etc/hosts). Everything runs in the cluster's own network namespace
+# Traefik, the Gateway API CRDs, hosts-sync for /etc/hosts) and cert-manager (cert-manager.sh: the
+# controller as a pod, ClusterIssuer kubespaces-apps-ca). Everything runs in the cluster's own network namespace
 # (node-lib.sh); the API server answers at https://<node address>:6443 from this machine.
 # Needs root (network namespace, iptables, mounts, cgroups).
 #
@@ -77,7 +78,8 @@ K="$BIN/kubectl"
 
 # Fresh state, but keep the directory itself (it may hold the lock and the caller's files) and the
 # node's image store (STATE/node/containerd/root: a cache, so a warm start imports no image).
-rm -rf "$STATE/pki" "$STATE/logs" "$STATE/run" "$STATE/kubeconfig" "$STATE/env" "$STATE/scheduler.yaml"
+rm -rf "$STATE/pki" "$STATE/logs" "$STATE/run" "$STATE/kubeconfig" "$STATE/env" "$STATE/scheduler.yaml" \
+  "$STATE/apps-ca.crt"
 if [ -d "$STATE/node/containerd/root" ]; then
   find "$STATE/node" -mindepth 1 -maxdepth 1 ! -name containerd -exec rm -rf {} +
   find "$STATE/node/containerd" -mindepth 1 -maxdepth 1 ! -name root -exec rm -rf {} +
@@ -234,6 +236,8 @@ export KUBECONFIG="$STATE/kubeconfig"
 CRD_DIRS=("$REPO_ROOT/operator/manifests")
 # Gateway API (standard channel, build-tools.sh copies it from the pinned module) where the Gateway runs.
 $REAL && CRD_DIRS+=("$BIN/gateway-api-crds")
+# cert-manager's CRDs (cert-manager.sh applies them too: it also runs on its own).
+$REAL && [ -d "$BIN/cert-manager-crds" ] && CRD_DIRS+=("$BIN/cert-manager-crds")
 if [ -n "${KUBESPACES_CRD_DIRS:-}" ]; then
   IFS=: read -r -a extra <<<"$KUBESPACES_CRD_DIRS"
   CRD_DIRS+=("${extra[@]}")
@@ -330,6 +334,15 @@ if $REAL; then
   { [ -d "$BIN/gateway-api-crds" ] && [ -x "$BIN/traefik" ]; } || fail "missing $BIN/traefik or $BIN/gateway-api-crds (run acceptance/harness/build-tools.sh)"
   KUBESPACES_BIN="$BIN" "$HARNESS_DIR/gateway.sh" up "$STATE" || fail "the Gateway did not come up"
   log "Gateway Programmed after $(elapsed)"
+fi
+
+# ---------------------------------------------------------------- cert-manager (cert-manager.sh)
+# The controller as a pod on the node, and the offline issuer chain (SelfSigned -> CA) behind
+# ClusterIssuer kubespaces-apps-ca. Writes STATE_DIR/apps-ca.crt and the KUBESPACES_APPS_* lines
+# of STATE_DIR/env.
+if $REAL; then
+  KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cert-manager.sh" up "$STATE" || fail "cert-manager did not come up"
+  log "ClusterIssuer kubespaces-apps-ca Ready after $(elapsed)"
 fi
 
 # ---------------------------------------------------------------- kwok (harness.md §4)

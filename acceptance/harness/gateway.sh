@@ -14,6 +14,8 @@
 #   KUBESPACES_GATEWAY_SERVICE   traefik.kubespaces-gateway.svc:443, how pods reach it
 #   KUBESPACES_API_GATEWAY       kubespaces-gateway/kubespaces/api, the parentRef of tenant API
 #                                routes (namespace/name/sectionName)
+#   KUBESPACES_APPS_GATEWAY_CLASS traefik, the class of the tenants' apps Gateways (their HTTPS
+#                                listeners share the entry point on 443 with `api`)
 #   KUBESPACES_TLSSERVER_IMAGE   an HTTPS test backend (acceptance/tools/images/tlsserver)
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -55,6 +57,7 @@ env_set "$STATE/env" KUBESPACES_DOMAIN "$DOMAIN"
 env_set "$STATE/env" KUBESPACES_GATEWAY_ADDRESS "$NODE_IP:443"
 env_set "$STATE/env" KUBESPACES_GATEWAY_SERVICE "traefik.kubespaces-gateway.svc:443"
 env_set "$STATE/env" KUBESPACES_API_GATEWAY "kubespaces-gateway/kubespaces/api"
+env_set "$STATE/env" KUBESPACES_APPS_GATEWAY_CLASS traefik
 # The HTTPS test backend images.sh builds (tests/gateway.rs).
 env_set "$STATE/env" KUBESPACES_TLSSERVER_IMAGE "localhost/kubespaces/tlsserver:1"
 

@@ -27,6 +27,8 @@
 #   localhost/kubespaces/traefik:<v>    the platform's Gateway (manifests/gateway, gateway.sh)
 #   localhost/kubespaces/tlsserver:1    an HTTPS server for tests (acceptance/tools/images/tlsserver)
 #   localhost/kubespaces/local-path-provisioner:<v>  dynamic volumes (manifests/local-path)
+#   localhost/kubespaces/cert-manager:<v>  the cert-manager controller (manifests/cert-manager,
+#                                       cert-manager.sh)
 #   localhost/kubespaces/vcluster:<v>   the vCluster syncer, /vcluster start (only with `vcluster`)
 #   localhost/kubespaces/kubernetes:<v> busybox + /kubernetes/{kube-apiserver,kube-controller-manager,
 #                                       kube-scheduler,kine}, which the vCluster chart's init
@@ -69,6 +71,12 @@ if [ -x "$BIN/local-path-provisioner" ]; then
   IMAGES+=("local-path-provisioner $("$BIN/local-path-provisioner" --version | awk '{print $NF}') - -")
 fi
 
+# cert-manager's controller (cert-manager.sh): likewise absent from binary dirs built before it.
+if [ -x "$BIN/cert-manager" ]; then
+  # "cert-manager v1.21.2"
+  IMAGES+=("cert-manager $("$BIN/cert-manager" --version | awk '{print $NF}') [\"/cert-manager\"] -")
+fi
+
 # A minimal /etc for any image: root and nobody, so `id` and runAsUser work.
 etc_files() {
   mkdir -p "$1/etc" "$1/tmp"
@@ -79,6 +87,7 @@ etc_files() {
 rootfs_pause() { install -D -m755 "$BIN/pause" "$1/pause"; }
 rootfs_coredns() { etc_files "$1"; install -D -m755 "$BIN/coredns" "$1/coredns"; }
 rootfs_traefik() { etc_files "$1"; install -D -m755 "$BIN/traefik" "$1/traefik"; }
+rootfs_cert-manager() { etc_files "$1"; install -D -m755 "$BIN/cert-manager" "$1/cert-manager"; }
 rootfs_tlsserver() { etc_files "$1"; install -D -m755 "$BIN/tlsserver" "$1/tlsserver"; }
 rootfs_kubectl() { rootfs_busybox "$1"; install -D -m755 "$BIN/kubectl" "$1/usr/local/bin/kubectl"; }
 # The provisioner runs as `local-path-provisioner start ...` (its Deployment's command), off PATH.

@@ -5,6 +5,7 @@
 pub mod oidc;
 pub mod operator;
 pub mod pods;
+pub mod tenant_cluster;
 
 use std::{
     future::Future,

@@ -2,18 +2,12 @@
 //! reached at its public URL through the platform Gateway, with the kubeconfig the operator
 //! hands out — used exactly as a user would, with kubectl and nothing else.
 
-use std::{
-    io::Write,
-    os::unix::fs::OpenOptionsExt,
-    path::{Path, PathBuf},
-    process::Output,
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
 
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
-        core::v1::{Pod, ResourceQuota, Secret, Service},
+        core::v1::{Pod, ResourceQuota, Service},
     },
     apimachinery::pkg::api::resource::Quantity,
 };
@@ -22,76 +16,15 @@ use kubespaces_acceptance::{
     Env,
     operator::{OperatorProcess, sharded_tenant},
     pods::{delete_tenant, retry_until},
+    tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
 use kubespaces_operator::{
-    api::{KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, Tenant, TenantSpec},
+    api::{KUBECONFIG_SECRET, Tenant, TenantSpec},
     conditions, names,
 };
 
 const READY_WITHIN: Duration = Duration::from_secs(300);
-
-fn var(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: tenant control planes need the cluster's platform Gateway (make test sets it up)")
-    })
-}
-
-/// The tenant kubeconfig from its Secret, written 0600 where only this test reads it.
-async fn tenant_kubeconfig(env: &Env, tenant: &str) -> (PathBuf, String) {
-    let secrets: Api<Secret> = Api::namespaced(env.client().await, &names::namespace(tenant));
-    let secret = secrets
-        .get(KUBECONFIG_SECRET)
-        .await
-        .expect("the tenant kubeconfig Secret");
-    let bytes = secret
-        .data
-        .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
-        .expect("a kubeconfig in the Secret");
-    let text = String::from_utf8(bytes.0).expect("a UTF-8 kubeconfig");
-    let dir =
-        std::env::var("KUBESPACES_STATE").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
-    let path = dir.join(format!("{tenant}.kubeconfig"));
-    let _ = std::fs::remove_file(&path);
-    let mut f = std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .mode(0o600)
-        .open(&path)
-        .expect("a private kubeconfig file");
-    f.write_all(text.as_bytes()).expect("write the kubeconfig");
-    (path, text)
-}
-
-/// kubectl with exactly the tenant kubeconfig (and nothing of the harness's).
-fn tenant_kubectl(env: &Env, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut all = vec!["--kubeconfig", kubeconfig.to_str().expect("a UTF-8 path")];
-    all.extend_from_slice(args);
-    env.kubectl(&all, stdin)
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs `args` in the tenant until it succeeds (the public name resolves on this machine once
-/// the Gateway accepted the route) and returns its output.
-async fn in_tenant(env: &Env, kubeconfig: &Path, args: &[&str]) -> String {
-    let what = format!("`kubectl {}` in the tenant", args.join(" "));
-    retry_until(&what, Duration::from_secs(60), || {
-        let out = tenant_kubectl(env, kubeconfig, args, None);
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(text(&out))
-        }
-    })
-    .await
-}
 
 fn quantity_milli(q: Option<&Quantity>) -> i128 {
     q.and_then(|q| kubespaces_operator::quantity::parse(&q.0).ok())
@@ -101,7 +34,7 @@ fn quantity_milli(q: Option<&Quantity>) -> i128 {
 #[tokio::test]
 async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
     let env = Env::get();
-    let domain = var("KUBESPACES_DOMAIN");
+    let domain = platform_var("KUBESPACES_DOMAIN");
     let client = env.client().await;
     let tenants = env.tenants().await;
     let name = "team-atlas";
@@ -152,7 +85,7 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
     }
 
     // Exactly the kubeconfig from the Secret: the tenant's own control plane answers.
-    let (kubeconfig, handed_out) = tenant_kubeconfig(&env, name).await;
+    let (kubeconfig, handed_out) = owner_kubeconfig(&env, name).await;
     assert!(
         handed_out.contains(&api),
         "the kubeconfig names {api}:\n{handed_out}"
@@ -204,7 +137,7 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: hello, namespace: default}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: hello}}}}\n  template:\n    metadata: {{labels: {{app: hello}}}}\n    spec:\n      containers:\n      - name: hello\n        image: {}\n        imagePullPolicy: IfNotPresent\n        command: [sh, -c, 'echo hello from the tenant; exec sleep 3600']\n        resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 250m, memory: 64Mi}}}}\n",
         env.busybox_image()
     );
-    let out = tenant_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&deployment));
+    let out = owner_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&deployment));
     assert!(out.status.success(), "apply in the tenant: {}", text(&out));
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let host_pod = wait_for(
@@ -283,7 +216,7 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
 
     // Revocation: deleting the owner's ServiceAccount inside the tenant makes the handed-out
     // kubeconfig fail with 401; a reconcile then issues a new one that works.
-    let out = tenant_kubectl(
+    let out = owner_kubectl(
         &env,
         &kubeconfig,
         &[
@@ -301,7 +234,7 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
         "the revoked kubeconfig refused",
         Duration::from_secs(30),
         || {
-            let refused = tenant_kubectl(&env, &kubeconfig, &["get", "ns"], None);
+            let refused = owner_kubectl(&env, &kubeconfig, &["get", "ns"], None);
             if !refused.status.success() && text(&refused).contains("Unauthorized") {
                 Ok(())
             } else {
@@ -327,7 +260,7 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
         "a new tenant kubeconfig",
         Duration::from_secs(60),
         || async {
-            let (path, text) = tenant_kubeconfig(&env, name).await;
+            let (path, text) = owner_kubeconfig(&env, name).await;
             (text != handed_out).then_some(path)
         },
     )
@@ -474,7 +407,7 @@ async fn a_tenant_with_the_longest_name_works_end_to_end() {
     env.apply(&tenant_yaml(&name, "carol@example.com", "2", "4Gi", None));
     let tenant: Tenant = wait_ready(&tenants, &name, READY_WITHIN).await;
     assert!(tenant.status.and_then(|s| s.endpoints?.api).is_some());
-    let (kubeconfig, _) = tenant_kubeconfig(&env, &name).await;
+    let (kubeconfig, _) = owner_kubeconfig(&env, &name).await;
     let can = in_tenant(&env, &kubeconfig, &["auth", "can-i", "*", "*"]).await;
     assert_eq!(can.trim(), "yes");
     delete_tenant(&env, &name).await;
@@ -500,12 +433,12 @@ fn vcluster_flags(digest: &str, extra_values: &[&Path]) -> Vec<String> {
         "--vcluster-chart-version=0.36.1".into(),
         format!("--vcluster-chart-digest={digest}"),
         format!("--vcluster-values={}", values.join(",")),
-        format!("--helm={}", var("KUBESPACES_HELM")),
-        format!("--api-gateway={}", var("KUBESPACES_API_GATEWAY")),
-        format!("--base-domain={}", var("KUBESPACES_DOMAIN")),
+        format!("--helm={}", platform_var("KUBESPACES_HELM")),
+        format!("--api-gateway={}", platform_var("KUBESPACES_API_GATEWAY")),
+        format!("--base-domain={}", platform_var("KUBESPACES_DOMAIN")),
         format!(
             "--control-plane-storage-class={}",
-            var("KUBESPACES_STORAGE_CLASS")
+            platform_var("KUBESPACES_STORAGE_CLASS")
         ),
     ]
 }
@@ -561,8 +494,8 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
     if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
         delete_tenant(&env, name).await;
     }
-    let dir =
-        std::env::var("KUBESPACES_STATE").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
+    let dir = std::env::var("KUBESPACES_STATE")
+        .map_or_else(|_| std::env::temp_dir(), std::path::PathBuf::from);
     let before_values = dir.join("values-change-before.yaml");
     let after_values = dir.join("values-change-after.yaml");
     std::fs::write(

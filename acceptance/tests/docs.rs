@@ -1,6 +1,6 @@
 //! The user documentation, checked against the real cluster and the operator's code.
 //!
-//! **Runnable blocks.** Every fenced ` ```console ` block of [`PAGE`] is a shell session that is
+//! **Runnable blocks.** Every fenced ` ```console ` block of the [`PAGES`] is a shell session that is
 //! run, in order, against the cluster of the harness; other blocks (` ```sh `, ` ```yaml `, …) are
 //! not run. In a console block:
 //!
@@ -16,7 +16,7 @@
 //! Each command runs with `bash -c` in the repository's root, with at most [`COMMAND_TIMEOUT`];
 //! `kubectl` is the cluster's (`KUBESPACES_KUBECTL`, put first on `PATH` under that name) and
 //! `KUBECONFIG` the harness's. The first command that fails stops the run, and the test fails
-//! naming the page, the command's line and its block's line. The page's tenant, [`TENANT`], is
+//! naming the page, the command's line and its block's line. Each page's tenant ([`PAGES`]) is
 //! used by no other test; it is deleted before and after the run, whatever happened.
 //!
 //! **Names.** `docs/tenant-lifecycle.md` must name every condition type and reason the operator
@@ -33,9 +33,14 @@ use std::{
 use kubespaces_acceptance::{Env, pods};
 
 const PAGE: &str = "docs/first-tenant.md";
+const APPS_PAGE: &str = "docs/exposing-apps.md";
 const LIFECYCLE_PAGE: &str = "docs/tenant-lifecycle.md";
 /// The tenant [`PAGE`] creates and deletes.
 const TENANT: &str = "team-orion";
+/// The tenant [`APPS_PAGE`] creates and deletes.
+const APPS_TENANT: &str = "team-vega";
+/// Each runnable page and its tenant.
+const PAGES: [(&str, &str); 2] = [(PAGE, TENANT), (APPS_PAGE, APPS_TENANT)];
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(180);
 
 fn repo_root() -> PathBuf {
@@ -280,21 +285,32 @@ async fn run(command: &DocCommand, path: &str) -> Result<(), String> {
 
 #[tokio::test]
 async fn the_first_tenant_page_runs_as_written() {
+    run_page(PAGE, TENANT, 10).await;
+}
+
+#[tokio::test]
+async fn the_exposing_apps_page_runs_as_written() {
+    run_page(APPS_PAGE, APPS_TENANT, 8).await;
+}
+
+/// Runs every console block of `page`, which creates `tenant` and deletes it again, and has at
+/// least `at_least` commands.
+async fn run_page(page: &str, tenant: &str, at_least: usize) {
     let env = Env::get();
-    let markdown = read(PAGE);
-    let commands = parse(&markdown).unwrap_or_else(|e| panic!("{PAGE}: {e}"));
+    let markdown = read(page);
+    let commands = parse(&markdown).unwrap_or_else(|e| panic!("{page}: {e}"));
     // A page whose blocks were all renamed would pass without running anything.
     assert!(
-        commands.len() >= 10
+        commands.len() >= at_least
             && commands.iter().any(|c| c.script.contains("kubectl wait"))
             && commands
                 .iter()
                 .any(|c| c.script.contains("kubectl delete tenant")),
-        "{PAGE} has too few runnable commands: {commands:#?}"
+        "{page} has too few runnable commands: {commands:#?}"
     );
     assert!(
-        markdown.contains(&format!("name: {TENANT}")),
-        "{PAGE} creates {TENANT}"
+        markdown.contains(&format!("name: {tenant}")),
+        "{page} creates {tenant}"
     );
 
     let kubectl = KubectlDir::new(&env.kubectl);
@@ -303,31 +319,31 @@ async fn the_first_tenant_page_runs_as_written() {
         kubectl.0.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    pods::delete_tenant(&env, TENANT).await;
+    pods::delete_tenant(&env, tenant).await;
     let mut failure = None;
     for command in &commands {
         let started = Instant::now();
         let result = run(command, &path).await;
         let first = command.script.lines().next().unwrap_or_default();
         println!(
-            "{PAGE}:{} $ {first}  [{}, {:.1} s]",
+            "{page}:{} $ {first}  [{}, {:.1} s]",
             command.line,
             if result.is_ok() { "ok" } else { "FAILED" },
             started.elapsed().as_secs_f64()
         );
         if let Err(why) = result {
             failure = Some(format!(
-                "{PAGE}:{}: the command of the block at line {}\n  $ {}\n{why}",
+                "{page}:{}: the command of the block at line {}\n  $ {}\n{why}",
                 command.line, command.block_line, command.script
             ));
             break;
         }
     }
-    pods::delete_tenant(&env, TENANT).await;
+    pods::delete_tenant(&env, tenant).await;
     if let Some(failure) = failure {
         panic!("{failure}");
     }
-    println!("{PAGE}: {} commands ran as written", commands.len());
+    println!("{page}: {} commands ran as written", commands.len());
 }
 
 #[test]
@@ -357,11 +373,13 @@ fn the_pages_tenant_is_used_by_no_other_test() {
     assert!(files.len() > 5, "found the tests: {files:?}");
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
-        assert!(
-            !text.contains(TENANT),
-            "{} uses the tenant {TENANT} of {PAGE}: choose another name in one of them",
-            f.display()
-        );
+        for (page, tenant) in PAGES {
+            assert!(
+                !text.contains(tenant),
+                "{} uses the tenant {tenant} of {page}: choose another name in one of them",
+                f.display()
+            );
+        }
     }
 }
 
@@ -468,6 +486,15 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
         "ResolvedRefs",
         "Retain",
         "Secret",
+        // The apps Gateway's and Certificate's field values (control_plane::apps).
+        "Certificate",
+        "ClusterIssuer",
+        "HTTPRoute",
+        "HTTPS",
+        "Terminate",
+        "Same",
+        "All",
+        "Always",
     ];
     let mut written = Vec::new();
     for (path, text) in &sources {

@@ -211,6 +211,28 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
         "the same document: no reload"
     );
     println!("phases shown without a reload: {phases}");
+    // Its public URLs, live too: the API, and the apps where the platform exposes apps.
+    let shown = |id: &'static str| {
+        let page = &page;
+        async move {
+            eval_string(
+                page,
+                &format!("document.getElementById('{id}').textContent"),
+            )
+            .await
+        }
+    };
+    let platform_has = |var: &str| std::env::var(var).is_ok_and(|v| !v.is_empty());
+    if platform_has("KUBESPACES_API_GATEWAY") {
+        assert!(shown("api").await.starts_with("https://portal-demo.api."));
+    }
+    if platform_has("KUBESPACES_APPS_CLUSTER_ISSUER") {
+        assert!(
+            shown("apps")
+                .await
+                .starts_with("https://*.portal-demo.apps.")
+        );
+    }
     shot(&page, "06-ready").await;
 
     // The kubeconfig download: a link to an attachment; fetched with the page's own session.

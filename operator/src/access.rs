@@ -116,6 +116,39 @@ pub const CONTROLLER: &[Access] = &[
         "controller: watch the control planes' StatefulSets (readiness, drift)",
     ),
     access(
+        "rbac.authorization.k8s.io",
+        "clusterroles",
+        &["get", "create", "patch", "delete"],
+        "control_plane::apply: the ClusterRole the chart renders when the vCluster imports the \
+         tenant's apps Gateway (server-side apply; prune; teardown)",
+    ),
+    access(
+        "rbac.authorization.k8s.io",
+        "clusterrolebindings",
+        &["get", "create", "patch", "delete"],
+        "control_plane::apply: the chart's ClusterRoleBinding for that ClusterRole",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "gateways",
+        &["get", "list", "watch"],
+        "the chart's ClusterRole for the Gateway import (the operator may grant only what it \
+         holds); control_plane: read the apps Gateway's status",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "gatewayclasses",
+        &["get", "list", "watch"],
+        "the chart's ClusterRole for the Gateway import",
+    ),
+    access(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &["get", "list", "watch"],
+        "the chart's ClusterRole for the Gateway import (vCluster reads the host's Gateway API \
+         CRDs)",
+    ),
+    access(
         "",
         "services",
         &["list", "watch"],
@@ -354,6 +387,34 @@ pub const CONTROL_PLANE: &[Access] = &[
         "tlsroutes",
         &["get", "create", "patch", "delete"],
         "control_plane: the API route (server-side apply, read its status; teardown)",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "gateways",
+        &["get", "create", "patch", "delete"],
+        "control_plane::apps: the tenant's apps Gateway (server-side apply, read its status; \
+         teardown)",
+    ),
+    access(
+        "cert-manager.io",
+        "certificates",
+        &["get", "create", "patch", "delete"],
+        "control_plane::apps: the apps certificate (server-side apply, read its status; \
+         teardown)",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "httproutes",
+        &[
+            "create", "delete", "patch", "update", "get", "list", "watch",
+        ],
+        "the chart Role's rule: the vCluster syncs the tenant's HTTPRoutes to the host",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "referencegrants",
+        &["get", "list", "watch"],
+        "the chart Role's rule: the vCluster validates the tenant's ReferenceGrants",
     ),
 ];
 /// The ClusterRole for [`CONTROL_PLANE`], bound by the operator to itself in tenant namespaces.

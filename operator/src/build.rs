@@ -30,7 +30,7 @@ use kube::Resource;
 use crate::{api::Tenant, config::HostConfig, names};
 
 mod guards;
-pub use guards::{role_binding_guard, service_guard};
+pub use guards::{role_binding_guard, route_guard, service_guard};
 
 /// Labels on every object the operator creates for `tenant`.
 pub fn labels(tenant: &str) -> BTreeMap<String, String> {
@@ -92,10 +92,16 @@ pub fn namespace(tenant: &Tenant, host: &HostConfig) -> Namespace {
         metadata: ObjectMeta {
             name: Some(names::namespace(&name)),
             labels: Some(labels),
-            annotations: Some(BTreeMap::from([(
-                names::OWNER_ANNOTATION.to_owned(),
-                tenant.spec.owner.clone(),
-            )])),
+            annotations: Some(BTreeMap::from([
+                (
+                    names::OWNER_ANNOTATION.to_owned(),
+                    tenant.spec.owner.clone(),
+                ),
+                (
+                    names::APPS_DOMAIN_ANNOTATION.to_owned(),
+                    names::apps_domain(&name, &host.base_domain),
+                ),
+            ])),
             owner_references: tenant.controller_owner_ref(&()).map(|r| vec![r]),
             ..ObjectMeta::default()
         },

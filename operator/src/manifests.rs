@@ -61,6 +61,7 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
     let (policy, binding) = build::finalizer_admission_policy();
     let (bindings_policy, bindings_binding) = build::role_binding_guard();
     let (services_policy, services_binding) = build::service_guard();
+    let (routes_policy, routes_binding) = build::route_guard();
     Ok(vec![
         (
             "tenant-finalizer-admission.yaml",
@@ -75,12 +76,15 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             render_all(
                 "the tenant guard admission policies",
                 "Refuses, in tenant namespaces, RoleBindings that grant to everyone or to other \
-                 namespaces' ServiceAccounts, and Services with externalIPs.",
+                 namespaces' ServiceAccounts, Services with externalIPs, and routes for hostnames \
+                 outside the tenant's apps domain or attached to other namespaces' Gateways.",
                 &[
                     &bindings_policy,
                     &bindings_binding,
                     &services_policy,
                     &services_binding,
+                    &routes_policy,
+                    &routes_binding,
                 ],
             )?,
         ),
@@ -182,7 +186,15 @@ mod tests {
         let v1 = "admissionregistration.k8s.io/v1".to_owned();
         let policy = (v1.clone(), "ValidatingAdmissionPolicy".to_owned());
         let binding = (v1, "ValidatingAdmissionPolicyBinding".to_owned());
-        assert_eq!(kinds, [policy.clone(), binding.clone(), policy, binding]);
+        assert_eq!(
+            kinds,
+            [policy, binding]
+                .iter()
+                .cycle()
+                .take(6)
+                .cloned()
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -325,16 +325,14 @@ async fn tenant_page(
                 .into_response();
         }
     };
-    let api = tenant
-        .status
-        .as_ref()
-        .and_then(|s| s.endpoints.as_ref())
-        .and_then(|e| e.api.clone())
-        .unwrap_or_default();
+    let endpoints = tenant.status.as_ref().and_then(|s| s.endpoints.as_ref());
+    let api = endpoints.and_then(|e| e.api.clone()).unwrap_or_default();
+    let apps = endpoints.and_then(|e| e.apps.clone()).unwrap_or_default();
     let n = esc(&name);
     let body = format!(
         "<h1>{n}</h1><p>Phase: <span class=\"phase\" id=\"phase\" aria-live=\"polite\">{}</span></p>\
-<p id=\"waiting\" aria-live=\"polite\"></p><p>API: <code id=\"api\">{}</code></p><p>Owner: {}</p>\
+<p id=\"waiting\" aria-live=\"polite\"></p><p>API: <code id=\"api\">{}</code></p>\
+<p>Apps: <code id=\"apps\">{}</code></p><p>Owner: {}</p>\
 <p><a class=\"button\" id=\"kubeconfig\" href=\"/tenants/{n}/kubeconfig\" download=\"{n}.kubeconfig\">Download kubeconfig</a></p>\
 <p><a href=\"/\">All tenants</a></p>\
 <script>\
@@ -342,12 +340,14 @@ const es=new EventSource('/portal/events?name='+encodeURIComponent({name_js}));\
 es.addEventListener('applied',e=>{{const t=JSON.parse(e.data);const s=t.status||{{}};\
 document.getElementById('phase').textContent=s.phase||'Pending';\
 document.getElementById('api').textContent=(s.endpoints||{{}}).api||'';\
+document.getElementById('apps').textContent=(s.endpoints||{{}}).apps||'';\
 const c=(s.conditions||[]).find(c=>c.status!=='True'&&!['Reconciling','Stalled','Synced','Ready'].includes(c.type));\
 document.getElementById('waiting').textContent=c?('Waiting for '+c.type+': '+(c.message||c.reason)):'';}});\
 es.addEventListener('deleted',()=>{{document.getElementById('phase').textContent='Deleted';}});\
 </script>",
         esc(phase(&tenant)),
         esc(&api),
+        esc(&apps),
         esc(&tenant.spec.owner),
         name_js = serde_json::to_string(&name)
             .unwrap_or_default()

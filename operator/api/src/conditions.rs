@@ -26,6 +26,11 @@ pub const API_ROUTE_ACCEPTED: &str = "APIRouteAccepted";
 pub const API_REACHABLE: &str = "APIReachable";
 pub const CONTROL_PLANE_READINESS: [&str; 3] =
     [CONTROL_PLANE_READY, API_ROUTE_ACCEPTED, API_REACHABLE];
+/// Apps exposure (only when the platform has an apps Gateway class and ClusterIssuer): the
+/// tenant's wildcard certificate is issued, and the Gateway programmed its apps listener.
+pub const APPS_CERTIFICATE_READY: &str = "AppsCertificateReady";
+pub const APPS_LISTENER_PROGRAMMED: &str = "AppsListenerProgrammed";
+pub const APPS_READINESS: [&str; 2] = [APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED];
 
 /// The detail conditions that must all be true for the tenant to be Ready.
 pub const HOST_READINESS: [&str; 4] = [
@@ -257,6 +262,7 @@ fn known_type(type_: &str) -> Option<&'static str> {
     .into_iter()
     .chain(HOST_READINESS)
     .chain(CONTROL_PLANE_READINESS)
+    .chain(APPS_READINESS)
     .find(|t| *t == type_)
 }
 

@@ -39,6 +39,9 @@ pub const PAUSED_ANNOTATION: &str = "crossplane.io/paused";
 /// On the tenant namespace: the owner it was made for. A namespace left in place by
 /// `deletionPolicy: Orphan` is taken over only by a new Tenant of that same owner.
 pub const OWNER_ANNOTATION: &str = "kubespaces.io/owner";
+/// On the tenant namespace: the domain its routes' hostnames must lie under
+/// (`<tenant>.apps.<base domain>`), which the route admission policy reads.
+pub const APPS_DOMAIN_ANNOTATION: &str = "kubespaces.io/apps-domain";
 /// Reconcile-request tokens from Crossplane and Flux.
 pub const RECONCILE_REQUEST_ANNOTATIONS: [&str; 2] = [
     "crossplane.io/reconcile-requested-at",
@@ -71,6 +74,7 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// The admission policies that close the ways out of a tenant namespace (shipped with the CRD).
 pub const ROLE_BINDING_GUARD: &str = "kubespaces-tenant-role-bindings";
 pub const SERVICE_GUARD: &str = "kubespaces-tenant-services";
+pub const ROUTE_GUARD: &str = "kubespaces-tenant-routes";
 
 /// The host namespace of a tenant.
 pub fn namespace(tenant: &str) -> String {
@@ -91,7 +95,12 @@ pub fn api_host(tenant: &str, base_domain: &str) -> String {
 
 /// Wildcard host name of the tenant's apps.
 pub fn apps_host(tenant: &str, base_domain: &str) -> String {
-    format!("*.{tenant}.apps.{base_domain}")
+    format!("*.{}", apps_domain(tenant, base_domain))
+}
+
+/// The domain a tenant's apps hostnames lie under: `<tenant>.apps.<base domain>`.
+pub fn apps_domain(tenant: &str, base_domain: &str) -> String {
+    format!("{tenant}.apps.{base_domain}")
 }
 
 /// The ClusterRole the vCluster chart derives for a tenant's release, when it renders one.

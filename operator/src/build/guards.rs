@@ -194,6 +194,63 @@ pub fn service_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyB
     )
 }
 
+/// HTTPRoutes and GRPCRoutes in a tenant namespace (the tenant's own, which its vCluster syncs
+/// there) may only name hostnames under the tenant's apps domain, which the operator writes on
+/// the namespace ([`names::APPS_DOMAIN_ANNOTATION`]; none there: every hostname is refused),
+/// and may only attach to Gateways of their own namespace: one tenant can never take another's
+/// app names or the API names. vCluster refuses such routes first; this holds even if it did
+/// not. It applies to everyone, the platform's admins included: a route for another name
+/// belongs in another namespace.
+pub fn route_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let mut matching = in_tenant_namespaces("gateway.networking.k8s.io", "httproutes");
+    if let Some(rule) = matching.resource_rules.as_mut().and_then(|r| r.first_mut()) {
+        rule.resources = Some(vec!["httproutes".into(), "grpcroutes".into()]);
+    }
+    let domain = format!(
+        "has(namespaceObject.metadata.annotations) && '{0}' in namespaceObject.metadata.annotations ? \
+         namespaceObject.metadata.annotations['{0}'] : ''",
+        names::APPS_DOMAIN_ANNOTATION
+    );
+    let foreign_hosts = "has(object.spec.hostnames) ? object.spec.hostnames.filter(h, \
+         variables.domain == '' || !h.lowerAscii().endsWith('.' + variables.domain)) : []"
+        .to_owned();
+    // `p.namespace`, as for RoleBinding subjects above.
+    let foreign_parents = "has(object.spec.parentRefs) ? object.spec.parentRefs.filter(p, \
+         has(p.namespace) && p.namespace != '' && p.namespace != request.namespace) : []"
+        .to_owned();
+    policy(
+        names::ROUTE_GUARD,
+        matching,
+        vec![],
+        vec![
+            variable("domain", domain),
+            variable("foreignHosts", foreign_hosts),
+            variable("foreignParents", foreign_parents),
+        ],
+        vec![
+            deny_unless(
+                "size(variables.foreignHosts) == 0",
+                "request.kind.kind + ' ' + object.metadata.name + ': spec.hostnames ' + \
+                 variables.foreignHosts.join(', ') + (variables.domain == '' ? \
+                 ' refused: this namespace has no apps domain' : \
+                 ' not under *.' + variables.domain + \
+                 ': a tenant may route only its own apps hostnames (<app>.' + variables.domain + ')')"
+                    .into(),
+                "a route in a tenant namespace may only use hostnames under the tenant's apps \
+                 domain (<app>.<tenant>.apps.<base domain>)",
+            ),
+            deny_unless(
+                "size(variables.foreignParents) == 0",
+                "request.kind.kind + ' ' + object.metadata.name + ': spec.parentRefs may only \
+                 name Gateways of namespace ' + request.namespace + ', not ' + \
+                 variables.foreignParents.map(p, p.namespace + '/' + p.name).join(', ')"
+                    .into(),
+                "a route in a tenant namespace may only attach to Gateways of its own namespace",
+            ),
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

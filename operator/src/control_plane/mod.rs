@@ -6,6 +6,7 @@
 //! before anything is applied; [`ControlPlane::ensure`] applies it and observes the result.
 
 pub mod apply;
+pub mod apps;
 pub mod chart;
 pub mod credential;
 pub mod footprint;
@@ -45,7 +46,10 @@ use crate::{
 };
 pub use settings::{ControlPlaneConfig, VclusterSettings};
 
-use conditions::{API_REACHABLE, API_ROUTE_ACCEPTED, CONTROL_PLANE_READY};
+use conditions::{
+    API_REACHABLE, API_ROUTE_ACCEPTED, APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED,
+    CONTROL_PLANE_READY,
+};
 
 /// How soon to look again while the control plane comes up: most steps (the admin Secret, the
 /// route's status) have no watch of ours.
@@ -55,6 +59,8 @@ const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
 pub struct Build {
     pub objects: Vec<DynamicObject>,
     pub route: DynamicObject,
+    /// The apps Gateway and its Certificate (empty without apps settings).
+    pub apps: Vec<DynamicObject>,
     /// What the control plane takes from the namespace's quota.
     pub footprint: BTreeMap<String, Quantity>,
     pub digest: String,
@@ -129,9 +135,17 @@ impl ControlPlane {
             .render(&self.settings, &name, &ns, &self.kube_version, &values)
             .await?;
         let digest = self.renderer.verify(&self.settings).await?;
+        let apps = match &self.settings.apps {
+            Some(a) => vec![
+                apps::certificate(&name, &self.base_domain, a),
+                apps::gateway(&name, &self.base_domain, a),
+            ],
+            None => vec![],
+        };
         Ok(Build {
             footprint: footprint::of(&objects, default_cpu_limit, default_memory_limit),
             route: route::api_route(&name, &self.api_host(&name), &self.settings.api_gateway),
+            apps,
             objects,
             digest,
         })
@@ -163,10 +177,11 @@ impl ControlPlane {
         let mut outcome = Outcome {
             endpoints: Some(TenantEndpoints {
                 api: Some(endpoint.public_url()),
-                apps: tenant
-                    .status
+                apps: self
+                    .settings
+                    .apps
                     .as_ref()
-                    .and_then(|s| s.endpoints.as_ref()?.apps.clone()),
+                    .map(|a| apps::endpoint(&name, &self.base_domain, a)),
             }),
             status: Some(ControlPlaneStatus {
                 chart_version: Some(self.settings.chart_version.clone()),
@@ -222,7 +237,9 @@ impl ControlPlane {
         if let Some(status) = outcome.status.as_mut() {
             status.objects = wanted;
         }
-        apply::apply_all(client, &self.kinds, &name, vec![build.route]).await?;
+        let mut exposure = vec![build.route];
+        exposure.extend(build.apps);
+        apply::apply_all(client, &self.kinds, &name, exposure).await?;
 
         // 2. The workload.
         let running = statefulset.is_some_and(|s| {
@@ -305,8 +322,13 @@ impl ControlPlane {
                 "waiting for the control plane and its route".to_owned(),
             ),
         };
-        let all = outcome.details.iter().all(|d| d.status) && reachable.status;
         outcome.details.push(reachable);
+
+        // 5. The apps listener and its certificate.
+        if self.settings.apps.is_some() {
+            self.observe_apps(client, &ns, &mut outcome).await?;
+        }
+        let all = outcome.details.iter().all(|d| d.status);
         if !all {
             outcome.requeue = Some(PROGRESS_REQUEUE);
         }
@@ -314,9 +336,85 @@ impl ControlPlane {
     }
 
     async fn route_api(&self, client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
-        let gvk = kube::api::GroupVersionKind::gvk(route::GROUP, route::VERSION, route::KIND);
+        self.api(client, ns, (route::GROUP, route::VERSION, route::KIND))
+            .await
+    }
+
+    async fn api(
+        &self,
+        client: &Client,
+        ns: &str,
+        (group, version, kind): (&str, &str, &str),
+    ) -> Result<Api<DynamicObject>> {
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
         let (resource, _) = self.kinds.resolve(client, &gvk).await?;
         Ok(Api::namespaced_with(client.clone(), ns, &resource))
+    }
+
+    /// The apps certificate issued, and the apps listener programmed with it.
+    async fn observe_apps(&self, client: &Client, ns: &str, outcome: &mut Outcome) -> Result<()> {
+        let certificates = self
+            .api(
+                client,
+                ns,
+                (
+                    apps::CERTIFICATE_GROUP,
+                    apps::CERTIFICATE_VERSION,
+                    apps::CERTIFICATE_KIND,
+                ),
+            )
+            .await?;
+        let certificate = certificates.get_opt(names::APPS_CERTIFICATE).await?;
+        outcome
+            .details
+            .push(match apps::certificate_ready(certificate.as_ref()) {
+                Ok(()) => Desired::new(
+                    APPS_CERTIFICATE_READY,
+                    true,
+                    "Issued",
+                    format!(
+                        "Certificate {ns}/{} is issued and current",
+                        names::APPS_CERTIFICATE
+                    ),
+                ),
+                Err((reason, message)) => {
+                    Desired::new(APPS_CERTIFICATE_READY, false, reason, message)
+                }
+            });
+        let gateways = self
+            .api(
+                client,
+                ns,
+                (
+                    apps::GATEWAY_GROUP,
+                    apps::GATEWAY_VERSION,
+                    apps::GATEWAY_KIND,
+                ),
+            )
+            .await?;
+        let gateway = gateways.get_opt(names::APPS_GATEWAY).await?;
+        outcome
+            .details
+            .push(match apps::listener_programmed(gateway.as_ref()) {
+                Ok(()) => Desired::new(
+                    APPS_LISTENER_PROGRAMMED,
+                    true,
+                    "Programmed",
+                    format!(
+                        "Gateway {ns}/{} serves {}",
+                        names::APPS_GATEWAY,
+                        outcome
+                            .endpoints
+                            .as_ref()
+                            .and_then(|e| e.apps.as_deref())
+                            .unwrap_or_default()
+                    ),
+                ),
+                Err((reason, message)) => {
+                    Desired::new(APPS_LISTENER_PROGRAMMED, false, reason, message)
+                }
+            });
+        Ok(())
     }
 
     /// Issues (or renews) the kubeconfig's credential when needed, and checks it with a request

@@ -15,6 +15,14 @@ pub const OPERATOR_BINDING: &str = "kubespaces-operator";
 pub const CONTROL_PLANE_POLICY: &str = "tenant-control-plane";
 /// The TLSRoute that exposes the tenant's API server at its public host.
 pub const API_ROUTE: &str = "tenant-api";
+/// The tenant's apps Gateway (HTTPS for `*.<name>.apps.<domain>`), its listener, and the
+/// cert-manager Certificate whose Secret (same name) the listener serves.
+pub const APPS_GATEWAY: &str = "apps";
+pub const APPS_LISTENER: &str = "https";
+pub const APPS_CERTIFICATE: &str = "apps-tls";
+/// Where the apps Gateway appears inside the tenant (`namespace/name`), for the tenant's
+/// HTTPRoutes' parentRefs: vCluster imports it there, read-only.
+pub const APPS_GATEWAY_IN_TENANT_NAMESPACE: &str = "kubespaces";
 /// Inside the tenant: the ServiceAccount (in kube-system) whose tokens the tenant kubeconfig
 /// carries, and its ClusterRoleBinding to cluster-admin. Deleting the ServiceAccount revokes
 /// every kubeconfig handed out so far.

@@ -73,6 +73,30 @@ pub struct ControlPlaneConfig {
     /// new one when two thirds of it have passed.
     #[arg(long = "kubeconfig-lifetime", env = "KUBESPACES_KUBECONFIG_LIFETIME", default_value = "24h", value_parser = parse_lifetime)]
     pub credential_lifetime: Duration,
+    /// The GatewayClass of each tenant's apps Gateway (HTTPS for `*.<name>.apps.<base domain>`,
+    /// terminated there). With `--apps-cluster-issuer`; without both, tenants get no apps URL.
+    #[arg(long = "apps-gateway-class", env = "KUBESPACES_APPS_GATEWAY_CLASS")]
+    pub apps_gateway_class: Option<String>,
+    /// The cert-manager ClusterIssuer that signs each tenant's `*.<name>.apps.<base domain>`
+    /// certificate. With `--apps-gateway-class`.
+    #[arg(long = "apps-cluster-issuer", env = "KUBESPACES_APPS_CLUSTER_ISSUER")]
+    pub apps_cluster_issuer: Option<String>,
+    /// The port of the apps listener: one the Gateway implementation serves (Traefik: an
+    /// entry point's port).
+    #[arg(
+        long = "apps-port",
+        env = "KUBESPACES_APPS_PORT",
+        default_value_t = 443
+    )]
+    pub apps_port: u16,
+}
+
+/// How tenants' apps are exposed: a Gateway per tenant and a wildcard certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppsSettings {
+    pub gateway_class: String,
+    pub cluster_issuer: String,
+    pub port: u16,
 }
 
 /// What a vcluster control plane needs, checked at start-up.
@@ -87,6 +111,8 @@ pub struct VclusterSettings {
     pub gateway_address: Option<String>,
     pub storage_class: Option<String>,
     pub credential_lifetime: Duration,
+    /// None: no apps exposure (the platform has no apps Gateway or issuer).
+    pub apps: Option<AppsSettings>,
 }
 
 impl ControlPlaneConfig {
@@ -111,7 +137,23 @@ impl ControlPlaneConfig {
             gateway_address: self.gateway_address.clone().filter(|a| !a.is_empty()),
             storage_class: self.storage_class.clone().filter(|s| !s.is_empty()),
             credential_lifetime: self.credential_lifetime,
+            apps: self.apps()?,
         }))
+    }
+
+    fn apps(&self) -> Result<Option<AppsSettings>, String> {
+        let class = self.apps_gateway_class.clone().filter(|c| !c.is_empty());
+        let issuer = self.apps_cluster_issuer.clone().filter(|i| !i.is_empty());
+        match (class, issuer) {
+            (Some(gateway_class), Some(cluster_issuer)) => Ok(Some(AppsSettings {
+                gateway_class,
+                cluster_issuer,
+                port: self.apps_port,
+            })),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err("--apps-gateway-class needs --apps-cluster-issuer (the ClusterIssuer of the tenants' apps certificates), or drop both for tenants without an apps URL".into()),
+            (None, Some(_)) => Err("--apps-cluster-issuer needs --apps-gateway-class (the GatewayClass of the tenants' apps Gateways), or drop both for tenants without an apps URL".into()),
+        }
     }
 }
 
@@ -172,5 +214,40 @@ mod tests {
         assert_eq!(parse_lifetime("24h").unwrap(), Duration::from_secs(86400));
         assert!(parse_lifetime("1m").unwrap_err().contains("10m"));
         assert!(parse_lifetime("soon").is_err());
+    }
+
+    #[test]
+    fn apps_exposure_needs_both_its_class_and_its_issuer() {
+        // Built directly, not parsed: the flags' environment variables may be set where the
+        // tests run (the harness's env).
+        let settings = |class: Option<&str>, issuer: Option<&str>| {
+            ControlPlaneConfig {
+                kind: ControlPlaneKind::Vcluster,
+                chart: Some("c.tgz".into()),
+                chart_version: Some("0.36.1".into()),
+                chart_digest: Some(format!("sha256:{}", "0".repeat(64))),
+                values: vec![],
+                helm: "helm".into(),
+                api_gateway: parse_parent_ref("gw/kubespaces/api").ok(),
+                gateway_address: None,
+                storage_class: None,
+                credential_lifetime: Duration::from_secs(86400),
+                apps_gateway_class: class.map(Into::into),
+                apps_cluster_issuer: issuer.map(Into::into),
+                apps_port: 443,
+            }
+            .vcluster()
+        };
+        assert_eq!(settings(None, None).unwrap().unwrap().apps, None);
+        let apps = settings(Some("traefik"), Some("ca"))
+            .unwrap()
+            .unwrap()
+            .apps
+            .unwrap();
+        assert_eq!((apps.gateway_class.as_str(), apps.port), ("traefik", 443));
+        let missing = settings(Some("traefik"), None).unwrap_err();
+        assert!(missing.contains("--apps-cluster-issuer"), "{missing}");
+        let missing = settings(None, Some("ca")).unwrap_err();
+        assert!(missing.contains("--apps-gateway-class"), "{missing}");
     }
 }

@@ -1,17 +1,18 @@
 //! Teardown of the control plane, ahead of the namespace: the route first (the public host
-//! stops answering), then the vCluster and its volume claims, then what the chart made outside
+//! stops answering), then the apps listener, its certificate and the certificate's Secret (the
+//! apps hosts stop answering), then the vCluster and its volume claims, then what the chart made outside
 //! the namespace. The volumes themselves are checked after the namespace is gone.
 
 use k8s_openapi::api::{
     apps::v1::StatefulSet,
-    core::v1::{PersistentVolume, PersistentVolumeClaim},
+    core::v1::{PersistentVolume, PersistentVolumeClaim, Secret},
 };
 use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, DynamicObject, ListParams},
 };
 
-use super::{ControlPlane, apply, names};
+use super::{ControlPlane, apply, apps, names};
 use crate::{api::Tenant, error::Result};
 
 impl ControlPlane {
@@ -31,6 +32,9 @@ impl ControlPlane {
                 "RemovingRoute".into(),
                 format!("TLSRoute {ns}/{} is being deleted", names::API_ROUTE),
             )));
+        }
+        if let Some(blocked) = self.remove_apps(client, &ns).await? {
+            return Ok(Some(blocked));
         }
         let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
         if sets.get_opt(names::RELEASE).await?.is_some() {
@@ -61,6 +65,51 @@ impl ControlPlane {
         }
         self.forget(&name);
         Ok(None)
+    }
+
+    /// Deletes the apps Gateway, the Certificate and its Secret (cert-manager does not delete
+    /// the Secret with the Certificate); blocked until none of them is left.
+    async fn remove_apps(&self, client: &Client, ns: &str) -> Result<Option<(String, String)>> {
+        if self.settings.apps.is_none() {
+            return Ok(None);
+        }
+        let mut left = vec![];
+        let exposure = [
+            (
+                (
+                    apps::GATEWAY_GROUP,
+                    apps::GATEWAY_VERSION,
+                    apps::GATEWAY_KIND,
+                ),
+                names::APPS_GATEWAY,
+            ),
+            (
+                (
+                    apps::CERTIFICATE_GROUP,
+                    apps::CERTIFICATE_VERSION,
+                    apps::CERTIFICATE_KIND,
+                ),
+                names::APPS_CERTIFICATE,
+            ),
+        ];
+        for (gvk, name) in exposure {
+            let api = self.api(client, ns, gvk).await?;
+            if api.get_opt(name).await?.is_some() {
+                delete(&api, name).await?;
+                left.push(format!("{} {ns}/{name}", gvk.2));
+            }
+        }
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+        if secrets.get_opt(names::APPS_CERTIFICATE).await?.is_some() {
+            delete(&secrets, names::APPS_CERTIFICATE).await?;
+            left.push(format!("Secret {ns}/{}", names::APPS_CERTIFICATE));
+        }
+        Ok((!left.is_empty()).then(|| {
+            (
+                "RemovingAppsListener".to_owned(),
+                format!("{} being deleted", left.join(", ")),
+            )
+        }))
     }
 }
 

@@ -20,7 +20,7 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
     if let Some(class) = &settings.storage_class {
         volume["storageClass"] = json!(class);
     }
-    json!({
+    let mut values = json!({
         "controlPlane": {
             "distro": {"k8s": {"enabled": true}},
             "proxy": {
@@ -57,7 +57,11 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
         // its workloads with it. The operator restores the Service; the namespace's deletion
         // removes all of them at teardown.
         "experimental": {"syncSettings": {"setOwner": false}},
-    })
+    });
+    if settings.apps.is_some() {
+        values["sync"] = super::apps::values(tenant, base_domain)["sync"].take();
+    }
+    values
 }
 
 #[cfg(test)]
@@ -79,6 +83,7 @@ mod tests {
             gateway_address: None,
             storage_class: Some("local-path".into()),
             credential_lifetime: std::time::Duration::from_secs(86400),
+            apps: None,
         }
     }
 
@@ -96,5 +101,17 @@ mod tests {
             "local-path"
         );
         assert_eq!(v["policies"]["resourceQuota"]["enabled"], false);
+        assert!(v.get("sync").is_none(), "no apps settings, no route sync");
+        let mut with_apps = settings();
+        with_apps.apps = Some(super::super::settings::AppsSettings {
+            gateway_class: "traefik".into(),
+            cluster_issuer: "ca".into(),
+            port: 443,
+        });
+        let v = tenant_values("team-atlas", "example.com", &with_apps);
+        assert_eq!(
+            v["sync"]["toHost"]["gatewayApi"]["httpRoutes"]["enabled"],
+            true
+        );
     }
 }

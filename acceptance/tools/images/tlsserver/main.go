@@ -1,7 +1,9 @@
 // A tiny HTTPS server for the harness's tests (image localhost/kubespaces/tlsserver): it answers
 // every request with one line naming itself and the server name (SNI) the client asked for, so a
 // test that reaches it through the Gateway's TLS passthrough sees the backend's own certificate
-// and knows which backend answered.
+// and knows which backend answered. With -plain it serves HTTP instead (no certificate): the app
+// of the apps benchmark, a server with keep-alive like most apps (busybox httpd closes every
+// connection, which would measure connection set-up instead of the Gateway).
 package main
 
 import (
@@ -21,18 +23,14 @@ func main() {
 	cert := flag.String("cert", "/tls/tls.crt", "PEM certificate (chain) file")
 	key := flag.String("key", "/tls/tls.key", "PEM private key file")
 	name := flag.String("name", "", "name to answer with (default: the host name)")
+	plain := flag.Bool("plain", false, "serve plain HTTP (no -cert/-key)")
 	flag.Parse()
 	if *name == "" {
 		*name, _ = os.Hostname()
 	}
-	pair, err := tls.LoadX509KeyPair(*cert, *key)
-	if err != nil {
-		log.Fatalf("tlsserver: loading -cert %s and -key %s: %v", *cert, *key, err)
-	}
 	srv := &http.Server{
 		Addr:              *addr,
 		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			sni := ""
 			if r.TLS != nil {
@@ -48,6 +46,15 @@ func main() {
 		<-sigs
 		os.Exit(0)
 	}()
+	if *plain {
+		log.Printf("tlsserver %s listening on %s (plain HTTP)", *name, *addr)
+		log.Fatal(srv.ListenAndServe())
+	}
+	pair, err := tls.LoadX509KeyPair(*cert, *key)
+	if err != nil {
+		log.Fatalf("tlsserver: loading -cert %s and -key %s: %v", *cert, *key, err)
+	}
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	log.Printf("tlsserver %s listening on %s", *name, *addr)
 	log.Fatal(srv.ListenAndServeTLS("", ""))
 }

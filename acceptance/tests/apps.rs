@@ -1,0 +1,455 @@
+//! Exposing apps (issue 9): from `kubectl apply` inside a tenant to a public HTTPS URL with a
+//! real certificate — the tenant's apps Gateway on Traefik, its wildcard certificate from
+//! cert-manager, the tenant's HTTPRoute synced by its vCluster — and no tenant can take
+//! another's names. Everything a user does here, she does with the tenant kubeconfig and curl.
+
+use std::{
+    path::Path,
+    process::{Command, Output},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams},
+};
+use kubespaces_acceptance::{
+    Env,
+    pods::{delete_tenant, retry_until},
+    tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
+    tenant_yaml, wait_for, wait_ready,
+};
+use kubespaces_operator::{conditions, control_plane::names as cp_names, names};
+
+const READY_WITHIN: Duration = Duration::from_secs(300);
+const ATLAS: &str = "team-atlas";
+const BRAVO: &str = "team-bravo";
+
+/// The app: busybox's httpd answering one page, its Service, and the route for `host`.
+fn app_manifests(image: &str, host: &str, answer: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: hello, namespace: default}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: hello}}}}
+  template:
+    metadata: {{labels: {{app: hello}}}}
+    spec:
+      containers:
+      - name: hello
+        image: {image}
+        imagePullPolicy: IfNotPresent
+        command: [sh, -c, 'mkdir -p /tmp/www && echo "{answer}" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']
+        ports: [{{name: http, containerPort: 8080}}]
+        readinessProbe: {{httpGet: {{path: /, port: http}}, periodSeconds: 1}}
+        resources: {{requests: {{cpu: 50m, memory: 32Mi}}, limits: {{cpu: 100m, memory: 32Mi}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: hello, namespace: default}}
+spec:
+  selector: {{app: hello}}
+  ports: [{{name: http, port: 80, targetPort: http}}]
+---
+{}"#,
+        route("hello", host)
+    )
+}
+
+/// An HTTPRoute in the tenant's `default` namespace for `host`, to the tenant's apps Gateway as
+/// the tenant sees it.
+fn route(name: &str, host: &str) -> String {
+    format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: {name}, namespace: default}}
+spec:
+  parentRefs: [{{name: {gateway}, namespace: {gateway_ns}}}]
+  hostnames: ["{host}"]
+  rules: [{{backendRefs: [{{name: hello, port: 80}}]}}]
+"#,
+        gateway = cp_names::APPS_GATEWAY,
+        gateway_ns = cp_names::APPS_GATEWAY_IN_TENANT_NAMESPACE,
+    )
+}
+
+/// `curl` from this machine, verifying the certificate against the platform's test CA (no
+/// `-k`); `extra` adds arguments (e.g. `--resolve`).
+fn curl(url: &str, extra: &[&str]) -> Output {
+    let ca = platform_var("KUBESPACES_APPS_CA_FILE");
+    Command::new("curl")
+        .args(["--silent", "--show-error", "--fail", "--max-time", "5"])
+        .args(["--cacert", &ca])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("curl runs")
+}
+
+/// The serial number of the certificate the Gateway serves for `url`.
+fn served_serial(url: &str) -> Option<String> {
+    let out = curl(url, &["--output", "/dev/null", "--write-out", "%{certs}"]);
+    let pem = String::from_utf8_lossy(&out.stdout).into_owned();
+    out.status.success().then_some(())?;
+    let leaf =
+        pem.split("-----END CERTIFICATE-----").next()?.to_owned() + "-----END CERTIFICATE-----\n";
+    let mut openssl = Command::new("openssl")
+        .args(["x509", "-noout", "-serial"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    use std::io::Write;
+    openssl.stdin.take()?.write_all(leaf.as_bytes()).ok()?;
+    let out = openssl.wait_with_output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn dynamic(
+    client: &kube::Client,
+    ns: &str,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let resource =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+/// The Warning events about `route` inside the tenant (what `kubectl describe` shows the user).
+fn route_events(env: &Env, kubeconfig: &Path, route: &str) -> String {
+    let selector = format!("involvedObject.kind=HTTPRoute,involvedObject.name={route}");
+    let out = owner_kubectl(
+        env,
+        kubeconfig,
+        &[
+            "-n",
+            "default",
+            "get",
+            "events",
+            "--field-selector",
+            &selector,
+            "-o",
+            "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}",
+        ],
+        None,
+    );
+    text(&out)
+}
+
+#[tokio::test]
+async fn an_app_in_a_tenant_is_served_at_its_own_https_url_and_nowhere_else() {
+    let env = Env::get();
+    let domain = platform_var("KUBESPACES_DOMAIN");
+    let gateway_address = platform_var("KUBESPACES_GATEWAY_ADDRESS");
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    for name in [ATLAS, BRAVO] {
+        if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
+            delete_tenant(&env, name).await;
+        }
+        env.apply(&tenant_yaml(
+            name,
+            "alice@example.com",
+            "2",
+            "4Gi",
+            Some("10Gi"),
+        ));
+    }
+    let (atlas, _) = tokio::join!(
+        wait_ready(&tenants, ATLAS, READY_WITHIN),
+        wait_ready(&tenants, BRAVO, READY_WITHIN)
+    );
+
+    // The tenant's apps URL and the conditions behind it.
+    let status = atlas.status.clone().expect("a status");
+    let apps_url = format!("https://*.{ATLAS}.apps.{domain}");
+    assert_eq!(
+        status.endpoints.and_then(|e| e.apps).as_deref(),
+        Some(apps_url.as_str())
+    );
+    for type_ in conditions::APPS_READINESS {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("condition {type_}"));
+        assert_eq!(c.status, "True", "{type_}: {}", c.message);
+    }
+
+    // With the tenant kubeconfig only: a Deployment, a Service and an HTTPRoute.
+    let (atlas_kc, _) = owner_kubeconfig(&env, ATLAS).await;
+    let host = format!("hello.{ATLAS}.apps.{domain}");
+    let url = format!("https://{host}/");
+    let answer = format!("hello from {ATLAS}");
+    in_tenant(&env, &atlas_kc, &["get", "ns"]).await;
+    let out = owner_kubectl(
+        &env,
+        &atlas_kc,
+        &["apply", "-f", "-"],
+        Some(&app_manifests(&env.busybox_image(), &host, &answer)),
+    );
+    assert!(out.status.success(), "apply in the tenant: {}", text(&out));
+    // curl from this machine: the name resolves (the route is accepted), the certificate
+    // verifies against the platform's CA, and the app answers.
+    let body = retry_until(&format!("curl {url}"), Duration::from_secs(180), || {
+        let out = curl(&url, &[]);
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+            false => Err(format!(
+                "{}; the route inside the tenant: {}",
+                text(&out),
+                route_events(&env, &atlas_kc, "hello")
+            )),
+        }
+    })
+    .await;
+    assert_eq!(body, answer);
+    // What the route says inside the tenant: accepted by the imported Gateway.
+    let accepted = in_tenant(
+        &env,
+        &atlas_kc,
+        &[
+            "-n",
+            "default",
+            "get",
+            "httproute",
+            "hello",
+            "-o",
+            "jsonpath={.status.parents[0].conditions[?(@.type==\"Accepted\")].status}",
+        ],
+    )
+    .await;
+    assert_eq!(accepted.trim(), "True");
+
+    // Tenant B claims A's app name and A's API name: refused inside B, never routed.
+    let (bravo_kc, _) = owner_kubeconfig(&env, BRAVO).await;
+    in_tenant(&env, &bravo_kc, &["get", "ns"]).await;
+    let claims = [
+        ("steal-app", host.clone()),
+        ("steal-api", format!("{ATLAS}.api.{domain}")),
+    ];
+    for (route_name, claimed) in &claims {
+        let out = owner_kubectl(
+            &env,
+            &bravo_kc,
+            &["apply", "-f", "-"],
+            Some(&route(route_name, claimed)),
+        );
+        assert!(out.status.success(), "apply in tenant B: {}", text(&out));
+    }
+    for (route_name, claimed) in &claims {
+        let events = wait_for(
+            &format!("tenant B to be told that {claimed} is not its to route"),
+            Duration::from_secs(60),
+            || async {
+                let events = route_events(&env, &bravo_kc, route_name);
+                events.contains("not permitted").then_some(events)
+            },
+        )
+        .await;
+        assert!(events.contains(claimed.as_str()), "{events}");
+    }
+    let host_routes = dynamic(
+        &client,
+        &names::namespace(BRAVO),
+        "gateway.networking.k8s.io",
+        "v1",
+        "HTTPRoute",
+        "httproutes",
+    );
+    let synced = host_routes
+        .list(&ListParams::default())
+        .await
+        .expect("list B's host routes");
+    assert!(
+        synced.items.is_empty(),
+        "none of B's claims reaches the host: {:?}",
+        synced
+            .items
+            .iter()
+            .map(|r| r.metadata.name.clone())
+            .collect::<Vec<_>>()
+    );
+    let out = curl(&url, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        answer,
+        "A still answers: {}",
+        text(&out)
+    );
+
+    // And on the host, the admission policy refuses the same claims in B's namespace to anyone,
+    // naming the field and the names B may use; B's own names pass.
+    let bravo_ns = names::namespace(BRAVO);
+    let host_route = |name: &str, hostname: &str, parent_ns: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: {bravo_ns}}}\nspec:\n  parentRefs: [{{name: apps, namespace: {parent_ns}}}]\n  hostnames: [\"{hostname}\"]\n"
+        )
+    };
+    for (hostname, parent_ns, refusal) in [
+        (host.as_str(), bravo_ns.as_str(), "spec.hostnames"),
+        (
+            &format!("{ATLAS}.api.{domain}") as &str,
+            bravo_ns.as_str(),
+            "spec.hostnames",
+        ),
+        (
+            &format!("x.{BRAVO}.apps.{domain}") as &str,
+            names::namespace(ATLAS).as_str(),
+            "spec.parentRefs",
+        ),
+    ] {
+        let out = env.kubectl(
+            &["apply", "--dry-run=server", "-f", "-"],
+            Some(&host_route("claim", hostname, parent_ns)),
+        );
+        let said = text(&out);
+        assert!(
+            !out.status.success(),
+            "{hostname} via {parent_ns} was admitted: {said}"
+        );
+        assert!(said.contains(refusal), "{said}");
+        if refusal == "spec.hostnames" {
+            assert!(
+                said.contains(&format!("{BRAVO}.apps.{domain}")),
+                "the fix is named: {said}"
+            );
+        }
+    }
+    let own = env.kubectl(
+        &["apply", "--dry-run=server", "-f", "-"],
+        Some(&host_route(
+            "own",
+            &format!("x.{BRAVO}.apps.{domain}"),
+            &bravo_ns,
+        )),
+    );
+    assert!(
+        own.status.success(),
+        "B's own name is admitted: {}",
+        text(&own)
+    );
+
+    // Renewal: cert-manager re-issues (as `cmctl renew` asks it to), and the Gateway serves
+    // the new certificate without dropping a request of a loop running meanwhile.
+    let before = served_serial(&url).expect("the served certificate");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let worker = {
+        let (stop, sent, failed, url, answer) = (
+            stop.clone(),
+            sent.clone(),
+            failed.clone(),
+            url.clone(),
+            answer.clone(),
+        );
+        std::thread::spawn(move || {
+            let mut failures = vec![];
+            while !stop.load(Ordering::SeqCst) {
+                let out = curl(&url, &[]);
+                sent.fetch_add(1, Ordering::SeqCst);
+                if !out.status.success() || String::from_utf8_lossy(&out.stdout).trim() != answer {
+                    failed.fetch_add(1, Ordering::SeqCst);
+                    failures.push(text(&out));
+                }
+            }
+            failures
+        })
+    };
+    let certificates = dynamic(
+        &client,
+        &names::namespace(ATLAS),
+        "cert-manager.io",
+        "v1",
+        "Certificate",
+        "certificates",
+    );
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let renew = serde_json::json!([{"op": "add", "path": "/status/conditions/-", "value": {
+        "type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+        "message": "Certificate re-issuance manually triggered", "lastTransitionTime": now,
+    }}]);
+    certificates
+        .patch_status(
+            cp_names::APPS_CERTIFICATE,
+            &PatchParams::default(),
+            &Patch::<()>::Json(serde_json::from_value(renew).expect("a JSON patch")),
+        )
+        .await
+        .expect("trigger the renewal");
+    let after = wait_for(
+        "the Gateway to serve the renewed certificate",
+        Duration::from_secs(120),
+        || async { served_serial(&url).filter(|s| *s != before) },
+    )
+    .await;
+    // A few more requests on the new certificate, then the loop stops.
+    let seen = sent.load(Ordering::SeqCst);
+    wait_for(
+        "requests on the new certificate",
+        Duration::from_secs(30),
+        || async { (sent.load(Ordering::SeqCst) >= seen + 5).then_some(()) },
+    )
+    .await;
+    stop.store(true, Ordering::SeqCst);
+    let failures = worker.join().expect("the request loop");
+    println!(
+        "renewal: serial {before} -> {after}; {} requests during it, {} failed",
+        sent.load(Ordering::SeqCst),
+        failed.load(Ordering::SeqCst)
+    );
+    assert!(
+        failures.is_empty(),
+        "requests failed during the renewal: {failures:?}"
+    );
+
+    // Delete the tenant: its listener, Certificate and Secret go, and the name no longer
+    // answers at the Gateway.
+    delete_tenant(&env, ATLAS).await;
+    let atlas_ns = names::namespace(ATLAS);
+    for (kind, api) in [
+        (
+            "Gateway",
+            dynamic(
+                &client,
+                &atlas_ns,
+                "gateway.networking.k8s.io",
+                "v1",
+                "Gateway",
+                "gateways",
+            ),
+        ),
+        ("Certificate", certificates.clone()),
+        (
+            "Secret",
+            dynamic(&client, &atlas_ns, "", "v1", "Secret", "secrets"),
+        ),
+    ] {
+        let left = api.get_opt(cp_names::APPS_CERTIFICATE).await.expect("read");
+        let left_gw = api.get_opt(cp_names::APPS_GATEWAY).await.expect("read");
+        assert!(left.is_none() && left_gw.is_none(), "{kind} left behind");
+    }
+    let resolve = format!("{host}:443:{}", gateway_address.trim_end_matches(":443"));
+    wait_for(
+        "the deleted tenant's app to stop answering at the Gateway",
+        Duration::from_secs(60),
+        || async {
+            let out = curl(&url, &["--resolve", &resolve]);
+            let body = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            (body != answer).then_some(())
+        },
+    )
+    .await;
+    delete_tenant(&env, BRAVO).await;
+}
