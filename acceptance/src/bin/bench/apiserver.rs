@@ -33,10 +33,23 @@ pub async fn requests(client: &Client) -> Result<Requests> {
     Ok(parse(&text))
 }
 
+/// What the API server spent its time on besides the counts, under keys that are no verb (so
+/// no write count includes them): ("seconds VERB", resource) for the summed duration of the
+/// requests (watches excepted: theirs is how long they stay open), and ("watch events", kind)
+/// for the events it sent to watchers.
+const SECONDS: &str = "seconds ";
+const WATCH_EVENTS: &str = "watch events";
+
 fn parse(text: &str) -> Requests {
     let mut out = Requests::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+        let (metric, rest) = if let Some(rest) = line.strip_prefix("apiserver_request_total{") {
+            ("", rest)
+        } else if let Some(rest) = line.strip_prefix("apiserver_request_duration_seconds_sum{") {
+            (SECONDS, rest)
+        } else if let Some(rest) = line.strip_prefix("apiserver_watch_events_total{") {
+            (WATCH_EVENTS, rest)
+        } else {
             continue;
         };
         let Some((labels, value)) = rest.rsplit_once("} ") else {
@@ -52,13 +65,26 @@ fn parse(text: &str) -> Requests {
                 .map(|v| v.trim_end_matches('"').to_owned())
                 .unwrap_or_default()
         };
+        if metric == WATCH_EVENTS {
+            // The kind label (older API servers) or the resource one.
+            let kind = Some(label("kind"))
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| label("resource"));
+            *out.entry((WATCH_EVENTS.to_owned(), kind)).or_default() += value;
+            continue;
+        }
         let (resource, sub) = (label("resource"), label("subresource"));
         let resource = if sub.is_empty() {
             resource
         } else {
             format!("{resource}/{sub}")
         };
-        *out.entry((label("verb"), resource)).or_default() += value;
+        let verb = label("verb");
+        if metric == SECONDS && matches!(verb.as_str(), "WATCH" | "CONNECT") {
+            continue;
+        }
+        *out.entry((format!("{metric}{verb}"), resource))
+            .or_default() += value;
     }
     out
 }
@@ -116,6 +142,34 @@ pub fn write_breakdown(requests: &Requests, n: usize) -> String {
         .join(", ")
 }
 
+/// "APPLY tenants/status 1.2 s, …; watch events: Tenant 900, …": where the API server's time
+/// went (the `top` largest request totals), and how many events it sent to watchers.
+pub fn time_breakdown(requests: &Requests, top: usize) -> String {
+    let mut seconds: Vec<(String, f64)> = requests
+        .iter()
+        .filter_map(|((verb, resource), v)| {
+            Some((format!("{} {resource}", verb.strip_prefix(SECONDS)?), *v))
+        })
+        .collect();
+    seconds.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = seconds.iter().map(|(_, v)| v).sum();
+    let events: Vec<String> = requests
+        .iter()
+        .filter(|((metric, _), _)| metric == WATCH_EVENTS)
+        .map(|((_, kind), v)| format!("{kind} {v}"))
+        .collect();
+    format!(
+        "{total:.1} s in requests: {}; watch events sent: {}",
+        seconds
+            .iter()
+            .take(top)
+            .map(|(k, v)| format!("{k} {v:.2} s"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        events.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,7 +181,17 @@ mod tests {
             apiserver_request_total{code=\"409\",component=\"apiserver\",resource=\"tenants\",subresource=\"\",verb=\"POST\",version=\"v1alpha1\"} 1\n\
             apiserver_request_total{code=\"200\",component=\"apiserver\",resource=\"tenants\",subresource=\"status\",verb=\"APPLY\",version=\"v1alpha1\"} 2\n\
             apiserver_request_total{code=\"200\",component=\"apiserver\",resource=\"leases\",subresource=\"\",verb=\"PUT\",version=\"v1\"} 7\n";
-        let r = parse(text);
+        let r = parse(&format!(
+            "{text}apiserver_request_duration_seconds_sum{{component=\"apiserver\",resource=\"tenants\",subresource=\"status\",verb=\"APPLY\"}} 0.5\n\
+             apiserver_request_duration_seconds_sum{{component=\"apiserver\",resource=\"tenants\",subresource=\"\",verb=\"WATCH\"}} 99\n\
+             apiserver_watch_events_total{{group=\"kubespaces.io\",kind=\"Tenant\",version=\"v1alpha1\"}} 9\n"
+        ));
+        assert_eq!(r[&("seconds APPLY".into(), "tenants/status".into())], 0.5);
+        assert_eq!(r[&("watch events".into(), "Tenant".into())], 9.0);
+        assert!(!r.contains_key(&("seconds WATCH".into(), "tenants".into())));
+        assert!(
+            time_breakdown(&r, 3).starts_with("0.5 s in requests: APPLY tenants/status 0.50 s")
+        );
         assert_eq!(r[&("POST".into(), "tenants".into())], 4.0);
         assert_eq!(r[&("APPLY".into(), "tenants/status".into())], 2.0);
         assert_eq!(writes(&r), 13.0);

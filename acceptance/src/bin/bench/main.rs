@@ -264,6 +264,12 @@ fn print_pair(pair: &Pair, n: usize) {
     };
     line("baseline", &pair.baseline);
     line("operator", &pair.operator);
+    for (label, s) in [("baseline", &pair.baseline), ("operator", &pair.operator)] {
+        println!(
+            "    {label:<8} API server: {}",
+            apiserver::time_breakdown(&s.requests, 6)
+        );
+    }
     let w = &pair.work;
     println!(
         "    operator's own count: {:.2} reconciles, {:.2} writes and {:.2} other requests per tenant; CPU {:.2} s",
