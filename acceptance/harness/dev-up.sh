@@ -46,6 +46,9 @@ The cluster has a real node (containerd, kubelet, kube-proxy, CoreDNS): pods rea
   kubectl -n kubespaces-system get pods,lease     # the operator: two pods, one holds the Lease
   kubectl -n kubespaces-system logs -f --prefix -l app.kubernetes.io/component=operator
 
+Each Tenant gets its own Kubernetes (docs/first-tenant.md) and https://<app>.<tenant>.apps.\$KUBESPACES_DOMAIN
+for its apps (docs/exposing-apps.md; curl --cacert \$KUBESPACES_APPS_CA_FILE trusts the local CA).
+
 Stop everything with: make down
 EOF
 

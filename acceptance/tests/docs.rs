@@ -214,8 +214,10 @@ fn output_matches(expected: &[String], actual: &[&str]) -> bool {
 struct KubectlDir(PathBuf);
 
 impl KubectlDir {
-    fn new(kubectl: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("kubespaces-docs-{}", std::process::id()));
+    /// `tag` tells apart the directories of pages run at once in this process.
+    fn new(kubectl: &str, tag: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("kubespaces-docs-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a directory for kubectl");
         let target = if kubectl.contains('/') {
@@ -313,7 +315,7 @@ async fn run_page(page: &str, tenant: &str, at_least: usize) {
         "{page} creates {tenant}"
     );
 
-    let kubectl = KubectlDir::new(&env.kubectl);
+    let kubectl = KubectlDir::new(&env.kubectl, tenant);
     let path = format!(
         "{}:{}",
         kubectl.0.display(),

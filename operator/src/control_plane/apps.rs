@@ -13,12 +13,10 @@ use serde_json::{Value, json};
 
 use super::{names, settings::AppsSettings};
 
-pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
-pub const GATEWAY_VERSION: &str = "v1";
-pub const GATEWAY_KIND: &str = "Gateway";
-pub const CERTIFICATE_GROUP: &str = "cert-manager.io";
-pub const CERTIFICATE_VERSION: &str = "v1";
-pub const CERTIFICATE_KIND: &str = "Certificate";
+/// A kind's group, version and kind.
+pub type Gvk = (&'static str, &'static str, &'static str);
+pub const GATEWAY: Gvk = ("gateway.networking.k8s.io", "v1", "Gateway");
+pub const CERTIFICATE: Gvk = ("cert-manager.io", "v1", "Certificate");
 
 /// `*.<name>.apps.<domain>`: every app name the tenant may use.
 pub fn wildcard(tenant: &str, base_domain: &str) -> String {
@@ -33,10 +31,10 @@ pub fn endpoint(tenant: &str, base_domain: &str, apps: &AppsSettings) -> String 
     }
 }
 
-fn object(tenant: &str, api_version: String, kind: &str, name: &str, data: Value) -> DynamicObject {
+fn object(tenant: &str, (group, version, kind): Gvk, name: &str, data: Value) -> DynamicObject {
     DynamicObject {
         types: Some(TypeMeta {
-            api_version,
+            api_version: format!("{group}/{version}"),
             kind: kind.into(),
         }),
         metadata: ObjectMeta {
@@ -54,8 +52,7 @@ fn object(tenant: &str, api_version: String, kind: &str, name: &str, data: Value
 pub fn gateway(tenant: &str, base_domain: &str, apps: &AppsSettings) -> DynamicObject {
     object(
         tenant,
-        format!("{GATEWAY_GROUP}/{GATEWAY_VERSION}"),
-        GATEWAY_KIND,
+        GATEWAY,
         names::APPS_GATEWAY,
         json!({"spec": {
             "gatewayClassName": apps.gateway_class,
@@ -70,7 +67,7 @@ pub fn gateway(tenant: &str, base_domain: &str, apps: &AppsSettings) -> DynamicO
                 },
                 "allowedRoutes": {
                     "namespaces": {"from": "Same"},
-                    "kinds": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute"}],
+                    "kinds": [{"group": GATEWAY.0, "kind": "HTTPRoute"}],
                 },
             }],
         }}),
@@ -82,13 +79,12 @@ pub fn gateway(tenant: &str, base_domain: &str, apps: &AppsSettings) -> DynamicO
 pub fn certificate(tenant: &str, base_domain: &str, apps: &AppsSettings) -> DynamicObject {
     object(
         tenant,
-        format!("{CERTIFICATE_GROUP}/{CERTIFICATE_VERSION}"),
-        CERTIFICATE_KIND,
+        CERTIFICATE,
         names::APPS_CERTIFICATE,
         json!({"spec": {
             "secretName": names::APPS_CERTIFICATE,
             "dnsNames": [wildcard(tenant, base_domain)],
-            "issuerRef": {"group": CERTIFICATE_GROUP, "kind": "ClusterIssuer", "name": apps.cluster_issuer},
+            "issuerRef": {"group": CERTIFICATE.0, "kind": "ClusterIssuer", "name": apps.cluster_issuer},
             "privateKey": {"rotationPolicy": "Always"},
             // The Secret carries the tenant's label, so the teardown and sweeps find it.
             "secretTemplate": {"labels": crate::build::labels(tenant)},

@@ -344,7 +344,7 @@ impl ControlPlane {
         &self,
         client: &Client,
         ns: &str,
-        (group, version, kind): (&str, &str, &str),
+        (group, version, kind): apps::Gvk,
     ) -> Result<Api<DynamicObject>> {
         let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
         let (resource, _) = self.kinds.resolve(client, &gvk).await?;
@@ -353,17 +353,7 @@ impl ControlPlane {
 
     /// The apps certificate issued, and the apps listener programmed with it.
     async fn observe_apps(&self, client: &Client, ns: &str, outcome: &mut Outcome) -> Result<()> {
-        let certificates = self
-            .api(
-                client,
-                ns,
-                (
-                    apps::CERTIFICATE_GROUP,
-                    apps::CERTIFICATE_VERSION,
-                    apps::CERTIFICATE_KIND,
-                ),
-            )
-            .await?;
+        let certificates = self.api(client, ns, apps::CERTIFICATE).await?;
         let certificate = certificates.get_opt(names::APPS_CERTIFICATE).await?;
         outcome
             .details
@@ -381,17 +371,7 @@ impl ControlPlane {
                     Desired::new(APPS_CERTIFICATE_READY, false, reason, message)
                 }
             });
-        let gateways = self
-            .api(
-                client,
-                ns,
-                (
-                    apps::GATEWAY_GROUP,
-                    apps::GATEWAY_VERSION,
-                    apps::GATEWAY_KIND,
-                ),
-            )
-            .await?;
+        let gateways = self.api(client, ns, apps::GATEWAY).await?;
         let gateway = gateways.get_opt(names::APPS_GATEWAY).await?;
         outcome
             .details

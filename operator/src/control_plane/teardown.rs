@@ -1,7 +1,7 @@
 //! Teardown of the control plane, ahead of the namespace: the route first (the public host
 //! stops answering), then the apps listener, its certificate and the certificate's Secret (the
-//! apps hosts stop answering), then the vCluster and its volume claims, then what the chart made outside
-//! the namespace. The volumes themselves are checked after the namespace is gone.
+//! apps hosts stop answering), then the vCluster and its volume claims, then what the chart made
+//! outside the namespace. The volumes themselves are checked after the namespace is gone.
 
 use k8s_openapi::api::{
     apps::v1::StatefulSet,
@@ -75,22 +75,8 @@ impl ControlPlane {
         }
         let mut left = vec![];
         let exposure = [
-            (
-                (
-                    apps::GATEWAY_GROUP,
-                    apps::GATEWAY_VERSION,
-                    apps::GATEWAY_KIND,
-                ),
-                names::APPS_GATEWAY,
-            ),
-            (
-                (
-                    apps::CERTIFICATE_GROUP,
-                    apps::CERTIFICATE_VERSION,
-                    apps::CERTIFICATE_KIND,
-                ),
-                names::APPS_CERTIFICATE,
-            ),
+            (apps::GATEWAY, names::APPS_GATEWAY),
+            (apps::CERTIFICATE, names::APPS_CERTIFICATE),
         ];
         for (gvk, name) in exposure {
             let api = self.api(client, ns, gvk).await?;
