@@ -136,6 +136,63 @@ pub async fn apply_all(
     Ok(inventory)
 }
 
+/// The objects as they are on the server after making sure each holds what `objects` says:
+/// one that is missing, or whose labels or spec no longer hold every value given (drift), is
+/// applied; with `force`, all are. The others are left alone, so a converged tenant costs reads,
+/// not writes.
+pub async fn apply_changed(
+    client: &Client,
+    kinds: &Kinds,
+    tenant: &str,
+    objects: Vec<DynamicObject>,
+    force: bool,
+) -> Result<Vec<DynamicObject>> {
+    let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
+    let mut live = Vec::with_capacity(objects.len());
+    for o in objects {
+        let gvk = gvk_of(&o)?;
+        let (resource, namespaced) = kinds.resolve(client, &gvk).await?;
+        let o = claim(o, tenant, namespaced)?;
+        let api: Api<DynamicObject> = match &o.metadata.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let current = api.get_opt(&o.name_any()).await?;
+        match current {
+            Some(c) if !force && holds(&c, &o) => live.push(c),
+            _ => {
+                debug!(object = %entry(&o), "applying");
+                live.push(api.patch(&o.name_any(), &params, &Patch::Apply(&o)).await?);
+            }
+        }
+    }
+    Ok(live)
+}
+
+/// Whether `live` has every label and spec value `desired` sets (the server adds defaults, so
+/// equality would never hold).
+pub fn holds(live: &DynamicObject, desired: &DynamicObject) -> bool {
+    let labels = desired
+        .labels()
+        .iter()
+        .all(|(k, v)| live.labels().get(k) == Some(v));
+    labels && covers(&live.data["spec"], &desired.data["spec"])
+}
+
+/// `live` has every value of `desired`: maps key by key, lists item by item (same length).
+fn covers(live: &serde_json::Value, desired: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (live, desired) {
+        (Value::Object(l), Value::Object(d)) => d
+            .iter()
+            .all(|(k, v)| l.get(k).is_some_and(|lv| covers(lv, v))),
+        (Value::Array(l), Value::Array(d)) => {
+            l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| covers(lv, dv))
+        }
+        (l, d) => l == d,
+    }
+}
+
 /// Deletes what `previous` lists and `current` does not. Returns how many were deleted.
 pub async fn prune(
     client: &Client,
@@ -195,6 +252,41 @@ pub async fn delete_entry(client: &Client, kinds: &Kinds, tenant: &str, e: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_object_holds_what_was_applied_despite_server_defaults_but_not_after_drift() {
+        let desired = DynamicObject {
+            types: None,
+            metadata: kube::api::ObjectMeta {
+                labels: Some([("a".to_owned(), "1".to_owned())].into()),
+                ..Default::default()
+            },
+            data: serde_json::json!({"spec": {"hostnames": ["h"], "rules": [{"backendRefs": [{"name": "s", "port": 443}]}]}}),
+        };
+        let mut live = desired.clone();
+        live.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("other".into(), "x".into());
+        live.data["spec"]["rules"][0]["backendRefs"][0]["weight"] = serde_json::json!(1);
+        live.data["status"] = serde_json::json!({"parents": []});
+        assert!(holds(&live, &desired));
+        let mut drifted = live.clone();
+        drifted.data["spec"]["hostnames"] = serde_json::json!(["h", "extra"]);
+        assert!(!holds(&drifted, &desired));
+        let mut relabelled = live.clone();
+        relabelled
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("a".into(), "2".into());
+        assert!(!holds(&relabelled, &desired));
+        let mut changed = live;
+        changed.data["spec"]["rules"][0]["backendRefs"][0]["port"] = serde_json::json!(80);
+        assert!(!holds(&changed, &desired));
+    }
 
     fn object(api_version: &str, kind: &str, ns: Option<&str>) -> DynamicObject {
         serde_json::from_value(serde_json::json!({

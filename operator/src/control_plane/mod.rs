@@ -91,6 +91,9 @@ pub struct ControlPlane {
     /// When each tenant's rendered objects were last all applied (drift correction of objects
     /// without a watch happens at most this often).
     applied: Mutex<HashMap<String, (Instant, Vec<String>)>>,
+    /// When each tenant's route and apps objects were last all applied, and what was wanted
+    /// of them then ([`digest_of`]).
+    exposed: Mutex<HashMap<String, (Instant, u64)>>,
     reapply: Duration,
 }
 
@@ -112,6 +115,7 @@ impl ControlPlane {
             renderer: chart::Renderer::default(),
             kinds: apply::Kinds::default(),
             applied: Mutex::new(HashMap::new()),
+            exposed: Mutex::new(HashMap::new()),
             reapply,
         }
     }
@@ -237,9 +241,23 @@ impl ControlPlane {
         if let Some(status) = outcome.status.as_mut() {
             status.objects = wanted;
         }
-        let mut exposure = vec![build.route];
-        exposure.extend(build.apps);
-        apply::apply_all(client, &self.kinds, &name, exposure).await?;
+        // The route and the apps objects: applied when they drifted or are missing, and all
+        // of them when what we want of them changed or was last applied a while ago.
+        let exposure: Vec<DynamicObject> = std::iter::once(build.route).chain(build.apps).collect();
+        let digest = digest_of(&exposure);
+        let due = self
+            .exposed
+            .lock()
+            .ok()
+            .and_then(|e| e.get(&name).copied())
+            .is_none_or(|(at, d)| d != digest || at.elapsed() >= self.reapply);
+        let mut live = apply::apply_changed(client, &self.kinds, &name, exposure, due)
+            .await?
+            .into_iter();
+        if due && let Ok(mut e) = self.exposed.lock() {
+            e.insert(name.clone(), (Instant::now(), digest));
+        }
+        let (route, certificate, gateway) = (live.next(), live.next(), live.next());
 
         // 2. The workload.
         let running = statefulset.is_some_and(|s| {
@@ -286,9 +304,8 @@ impl ControlPlane {
         });
 
         // 3. The route.
-        let routes = self.route_api(client, &ns).await?;
-        let accepted = match routes.get_opt(names::API_ROUTE).await? {
-            Some(r) => route::accepted(&r, &self.settings.api_gateway),
+        let accepted = match &route {
+            Some(r) => route::accepted(r, &self.settings.api_gateway),
             None => Err((
                 "Creating".into(),
                 format!("TLSRoute {ns}/{} does not exist yet", names::API_ROUTE),
@@ -326,7 +343,7 @@ impl ControlPlane {
 
         // 5. The apps listener and its certificate.
         if self.settings.apps.is_some() {
-            self.observe_apps(client, &ns, &mut outcome).await?;
+            observe_apps(certificate.as_ref(), gateway.as_ref(), &ns, &mut outcome);
         }
         let all = outcome.details.iter().all(|d| d.status);
         if !all {
@@ -349,52 +366,6 @@ impl ControlPlane {
         let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
         let (resource, _) = self.kinds.resolve(client, &gvk).await?;
         Ok(Api::namespaced_with(client.clone(), ns, &resource))
-    }
-
-    /// The apps certificate issued, and the apps listener programmed with it.
-    async fn observe_apps(&self, client: &Client, ns: &str, outcome: &mut Outcome) -> Result<()> {
-        let certificates = self.api(client, ns, apps::CERTIFICATE).await?;
-        let certificate = certificates.get_opt(names::APPS_CERTIFICATE).await?;
-        outcome
-            .details
-            .push(match apps::certificate_ready(certificate.as_ref()) {
-                Ok(()) => Desired::new(
-                    APPS_CERTIFICATE_READY,
-                    true,
-                    "Issued",
-                    format!(
-                        "Certificate {ns}/{} is issued and current",
-                        names::APPS_CERTIFICATE
-                    ),
-                ),
-                Err((reason, message)) => {
-                    Desired::new(APPS_CERTIFICATE_READY, false, reason, message)
-                }
-            });
-        let gateways = self.api(client, ns, apps::GATEWAY).await?;
-        let gateway = gateways.get_opt(names::APPS_GATEWAY).await?;
-        outcome
-            .details
-            .push(match apps::listener_programmed(gateway.as_ref()) {
-                Ok(()) => Desired::new(
-                    APPS_LISTENER_PROGRAMMED,
-                    true,
-                    "Programmed",
-                    format!(
-                        "Gateway {ns}/{} serves {}",
-                        names::APPS_GATEWAY,
-                        outcome
-                            .endpoints
-                            .as_ref()
-                            .and_then(|e| e.apps.as_deref())
-                            .unwrap_or_default()
-                    ),
-                ),
-                Err((reason, message)) => {
-                    Desired::new(APPS_LISTENER_PROGRAMMED, false, reason, message)
-                }
-            });
-        Ok(())
     }
 
     /// Issues (or renews) the kubeconfig's credential when needed, and checks it with a request
@@ -507,11 +478,65 @@ impl ControlPlane {
         if let Ok(mut a) = self.applied.lock() {
             a.remove(tenant);
         }
+        if let Ok(mut e) = self.exposed.lock() {
+            e.remove(tenant);
+        }
     }
 
     pub fn kinds(&self) -> &apply::Kinds {
         &self.kinds
     }
+}
+
+/// The apps certificate issued, and the apps listener programmed with it.
+fn observe_apps(
+    certificate: Option<&DynamicObject>,
+    gateway: Option<&DynamicObject>,
+    ns: &str,
+    outcome: &mut Outcome,
+) {
+    outcome
+        .details
+        .push(match apps::certificate_ready(certificate) {
+            Ok(()) => Desired::new(
+                APPS_CERTIFICATE_READY,
+                true,
+                "Issued",
+                format!(
+                    "Certificate {ns}/{} is issued and current",
+                    names::APPS_CERTIFICATE
+                ),
+            ),
+            Err((reason, message)) => Desired::new(APPS_CERTIFICATE_READY, false, reason, message),
+        });
+    let served = outcome
+        .endpoints
+        .as_ref()
+        .and_then(|e| e.apps.clone())
+        .unwrap_or_default();
+    outcome
+        .details
+        .push(match apps::listener_programmed(gateway) {
+            Ok(()) => Desired::new(
+                APPS_LISTENER_PROGRAMMED,
+                true,
+                "Programmed",
+                format!("Gateway {ns}/{} serves {served}", names::APPS_GATEWAY),
+            ),
+            Err((reason, message)) => {
+                Desired::new(APPS_LISTENER_PROGRAMMED, false, reason, message)
+            }
+        });
+}
+
+/// A digest of what is wanted of some objects, to notice a change of it.
+fn digest_of(objects: &[DynamicObject]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(objects)
+        .unwrap_or_default()
+        .hash(&mut h);
+    h.finish()
 }
 
 /// The operator's RoleBinding in a tenant namespace (pure).
