@@ -111,6 +111,22 @@ pub fn claim(mut o: DynamicObject, tenant: &str, namespaced: bool) -> Result<Dyn
     Ok(o)
 }
 
+/// The object [`claim`]ed for the tenant, and the API it lives in.
+async fn claimed(
+    client: &Client,
+    kinds: &Kinds,
+    tenant: &str,
+    o: DynamicObject,
+) -> Result<(Api<DynamicObject>, DynamicObject)> {
+    let (resource, namespaced) = kinds.resolve(client, &gvk_of(&o)?).await?;
+    let o = claim(o, tenant, namespaced)?;
+    let api = match &o.metadata.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    Ok((api, o))
+}
+
 /// Applies every object (in the order given: helm's install order) with server-side apply and
 /// returns the inventory of what is now applied.
 pub async fn apply_all(
@@ -122,13 +138,7 @@ pub async fn apply_all(
     let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
     let mut inventory = Vec::with_capacity(objects.len());
     for o in objects {
-        let gvk = gvk_of(&o)?;
-        let (resource, namespaced) = kinds.resolve(client, &gvk).await?;
-        let o = claim(o, tenant, namespaced)?;
-        let api: Api<DynamicObject> = match &o.metadata.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-            None => Api::all_with(client.clone(), &resource),
-        };
+        let (api, o) = claimed(client, kinds, tenant, o).await?;
         debug!(object = %entry(&o), "applying");
         api.patch(&o.name_any(), &params, &Patch::Apply(&o)).await?;
         inventory.push(entry(&o));
@@ -150,13 +160,7 @@ pub async fn apply_changed(
     let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
     let mut live = Vec::with_capacity(objects.len());
     for o in objects {
-        let gvk = gvk_of(&o)?;
-        let (resource, namespaced) = kinds.resolve(client, &gvk).await?;
-        let o = claim(o, tenant, namespaced)?;
-        let api: Api<DynamicObject> = match &o.metadata.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-            None => Api::all_with(client.clone(), &resource),
-        };
+        let (api, o) = claimed(client, kinds, tenant, o).await?;
         let current = api.get_opt(&o.name_any()).await?;
         match current {
             Some(c) if !force && holds(&c, &o) => live.push(c),

@@ -184,8 +184,12 @@ output "data_api" {
     ws.ok(&["apply", "-refresh-only", "-auto-approve"]);
     let outputs = ws.outputs();
     assert_eq!(outputs["api"], api_url.as_str());
-    // (The tenant's apps domain comes with the apps listener; until then it is null.)
-    assert!(outputs["apps"].is_null(), "{}", outputs["apps"]);
+    // The tenant's apps domain, where the platform exposes apps (else null).
+    if std::env::var("KUBESPACES_APPS_CLUSTER_ISSUER").is_ok_and(|v| !v.is_empty()) {
+        assert_eq!(outputs["apps"], format!("*.{name}.apps.{domain}").as_str());
+    } else {
+        assert!(outputs["apps"].is_null(), "{}", outputs["apps"]);
+    }
     assert_eq!(outputs["kubeconfig"], published.as_str());
     assert_eq!(outputs["data_api"], api_url.as_str());
     let kubeconfig =
