@@ -205,15 +205,21 @@ output "data_api" {
     // With exactly the kubeconfig Terraform outputs, the tenant's own API answers.
     let file = ws.dir.join("tenant.kubeconfig");
     write_private(&file, outputs["kubeconfig"].as_str().unwrap());
-    let nodes = kubectl(&[
-        "--kubeconfig",
-        file.to_str().unwrap(),
-        "get",
-        "nodes",
-        "-o",
-        "name",
-    ]);
-    assert!(nodes.starts_with("node/"), "the tenant's nodes: {nodes}");
+    // The tenant shows a node once a pod of its own (its CoreDNS) is scheduled on it, which
+    // may follow Ready by a moment.
+    let nodes = kubespaces_acceptance::wait_for("a node in the tenant", WAIT, || async {
+        let nodes = kubectl(&[
+            "--kubeconfig",
+            file.to_str().unwrap(),
+            "get",
+            "nodes",
+            "-o",
+            "name",
+        ]);
+        nodes.starts_with("node/").then_some(nodes)
+    })
+    .await;
+    println!("the tenant's nodes: {nodes}");
     let namespaces = kubectl(&[
         "--kubeconfig",
         file.to_str().unwrap(),
