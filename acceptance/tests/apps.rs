@@ -418,27 +418,26 @@ async fn an_app_in_a_tenant_is_served_at_its_own_https_url_and_nowhere_else() {
     // answers at the Gateway.
     delete_tenant(&env, ATLAS).await;
     let atlas_ns = names::namespace(ATLAS);
-    for (kind, api) in [
+    let gateways = dynamic(
+        &client,
+        &atlas_ns,
+        "gateway.networking.k8s.io",
+        "v1",
+        "Gateway",
+        "gateways",
+    );
+    let secrets = dynamic(&client, &atlas_ns, "", "v1", "Secret", "secrets");
+    for (kind, api, name) in [
+        ("Gateway", gateways, cp_names::APPS_GATEWAY),
         (
-            "Gateway",
-            dynamic(
-                &client,
-                &atlas_ns,
-                "gateway.networking.k8s.io",
-                "v1",
-                "Gateway",
-                "gateways",
-            ),
+            "Certificate",
+            certificates.clone(),
+            cp_names::APPS_CERTIFICATE,
         ),
-        ("Certificate", certificates.clone()),
-        (
-            "Secret",
-            dynamic(&client, &atlas_ns, "", "v1", "Secret", "secrets"),
-        ),
+        ("Secret", secrets, cp_names::APPS_CERTIFICATE),
     ] {
-        let left = api.get_opt(cp_names::APPS_CERTIFICATE).await.expect("read");
-        let left_gw = api.get_opt(cp_names::APPS_GATEWAY).await.expect("read");
-        assert!(left.is_none() && left_gw.is_none(), "{kind} left behind");
+        let left = api.get_opt(name).await.expect("read");
+        assert!(left.is_none(), "{kind} {name} left behind");
     }
     let resolve = format!("{host}:443:{}", gateway_address.trim_end_matches(":443"));
     wait_for(

@@ -11,7 +11,11 @@
 use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
 use serde_json::{Value, json};
 
-use super::{names, settings::AppsSettings};
+use super::{
+    names,
+    route::{condition, text},
+    settings::AppsSettings,
+};
 
 /// A kind's group, version and kind.
 pub type Gvk = (&'static str, &'static str, &'static str);
@@ -218,18 +222,6 @@ pub fn listener_programmed(gateway: Option<&DynamicObject>) -> Result<(), (Strin
         }
     }
     Ok(())
-}
-
-fn condition<'a>(conditions: &'a Value, type_: &str) -> Option<&'a Value> {
-    conditions
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == type_)
-}
-
-fn text(v: &Value) -> Option<String> {
-    v.as_str().map(str::to_owned)
 }
 
 #[cfg(test)]

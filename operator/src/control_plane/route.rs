@@ -68,12 +68,7 @@ pub fn accepted(route: &DynamicObject, parent: &ParentRef) -> Result<(), (String
         ));
     };
     for type_ in ["Accepted", "ResolvedRefs"] {
-        let condition = status["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == type_);
-        match condition {
+        match condition(&status["conditions"], type_) {
             Some(c) if c["status"] == "True" => {}
             Some(c) => {
                 return Err((
@@ -97,7 +92,16 @@ pub fn accepted(route: &DynamicObject, parent: &ParentRef) -> Result<(), (String
     Ok(())
 }
 
-fn text(v: &Value) -> Option<String> {
+/// The condition of type `type_` in a Gateway API status's `conditions`.
+pub(super) fn condition<'a>(conditions: &'a Value, type_: &str) -> Option<&'a Value> {
+    conditions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+}
+
+pub(super) fn text(v: &Value) -> Option<String> {
     v.as_str().map(str::to_owned)
 }
 
