@@ -18,6 +18,7 @@ use kubespaces_acceptance::{
     },
     wait_for, wait_gone,
 };
+use kubespaces_operator::kubeconfig;
 use kubespaces_operator::{
     api::{SecretReference, Tenant, TenantSpec},
     conditions::CONNECTION_SECRET_READY,
@@ -67,26 +68,47 @@ fn secret(name: &str, namespace: &str, key: &str, value: &[u8]) -> Secret {
     }
 }
 
-/// The tenant control plane publishes its kubeconfig (here: the test, in its place), and a
-/// reconcile is requested (the operator does not watch Secrets).
-async fn publish_kubeconfig(client: &kube::Client, tenants: &Api<Tenant>, name: &str) {
+/// The tenant control plane publishes its kubeconfig (here: the test, in its place: the
+/// tenant's owner may write that Secret too), and a reconcile is requested with `request` (the
+/// operator does not watch Secrets).
+async fn publish_kubeconfig(
+    client: &kube::Client,
+    tenants: &Api<Tenant>,
+    name: &str,
+    kubeconfig: &str,
+    request: &str,
+) {
     let tenant_ns = names::namespace(name);
     let source: Api<Secret> = Api::namespaced(client.clone(), &tenant_ns);
+    let mut published = secret(
+        "tenant-kubeconfig",
+        &tenant_ns,
+        "config",
+        kubeconfig.as_bytes(),
+    );
+    published.metadata.managed_fields = None;
     source
-        .create(
-            &PostParams::default(),
-            &secret("tenant-kubeconfig", &tenant_ns, "config", KUBECONFIG),
+        .patch(
+            "tenant-kubeconfig",
+            &PatchParams::apply("kubespaces-acceptance").force(),
+            &Patch::Apply(&published),
         )
         .await
         .expect("tenant kubeconfig");
-    let request = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "copy"}}});
+    let request =
+        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": request}}});
     tenants
         .patch(name, &PatchParams::default(), &Patch::Merge(&request))
         .await
         .expect("request a reconcile");
 }
 
-const KUBECONFIG: &[u8] = b"apiVersion: v1\nkind: Config\n";
+/// A token kubeconfig as the operator writes one, but naming another server.
+fn published_kubeconfig() -> String {
+    kubeconfig::tenant_kubeconfig("elsewhere", "https://elsewhere.example.com:443", CA, TOKEN)
+}
+const CA: &str = "Q0E=";
+const TOKEN: &str = "tenant-token";
 
 #[tokio::test]
 async fn the_kubeconfig_is_copied_only_where_allowed_and_never_over_a_foreign_secret() {
@@ -150,7 +172,14 @@ async fn the_kubeconfig_is_copied_only_where_allowed_and_never_over_a_foreign_se
 
     // A foreign Secret: refused, and left exactly as it was, even with a kubeconfig to copy.
     connection_condition(&tenants, "conn-foreign", "SecretConflict").await;
-    publish_kubeconfig(&client, &tenants, "conn-foreign").await;
+    publish_kubeconfig(
+        &client,
+        &tenants,
+        "conn-foreign",
+        &published_kubeconfig(),
+        "copy",
+    )
+    .await;
     let message = wait_for(
         "conn-foreign: SecretConflict after the kubeconfig exists",
         Duration::from_secs(60),
@@ -190,12 +219,42 @@ async fn the_kubeconfig_is_copied_only_where_allowed_and_never_over_a_foreign_se
     // No tenant kubeconfig yet (no control plane): nothing to copy.
     connection_condition(&tenants, "conn-copy", "WaitingForKubeconfig").await;
     assert!(secrets.get_opt("conn-copy").await.expect("get").is_none());
-    publish_kubeconfig(&client, &tenants, "conn-copy").await;
+    // A kubeconfig that would run a program wherever it is used (the owner may write that
+    // Secret): never copied.
+    let planted = published_kubeconfig().replacen(
+        "    token: ",
+        "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh}\n    token: ",
+        1,
+    );
+    publish_kubeconfig(&client, &tenants, "conn-copy", &planted, "planted").await;
+    let message = connection_condition(&tenants, "conn-copy", "KubeconfigRefused").await;
+    assert!(message.contains("users[0].user.exec"), "{message}");
+    assert!(secrets.get_opt("conn-copy").await.expect("get").is_none());
+    // The copy holds the CA and token with the tenant's own API URL, nothing of the file's else.
+    publish_kubeconfig(
+        &client,
+        &tenants,
+        "conn-copy",
+        &published_kubeconfig(),
+        "copy",
+    )
+    .await;
     connection_condition(&tenants, "conn-copy", "Written").await;
     let copy = secrets.get("conn-copy").await.expect("the copy");
+    let copied = copy
+        .data
+        .as_ref()
+        .and_then(|d| d.get("kubeconfig"))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .expect("a kubeconfig in the copy");
+    let credential = kubeconfig::parse(&copied).expect("a kubeconfig as KubeSpaces writes them");
     assert_eq!(
-        copy.data.as_ref().and_then(|d| d.get("kubeconfig")),
-        Some(&ByteString(KUBECONFIG.to_vec()))
+        (credential.ca_data.as_str(), credential.auth),
+        (CA, kubeconfig::Auth::Token(TOKEN.into()))
+    );
+    assert!(
+        copied.contains("server: https://conn-copy.api.") && !copied.contains("elsewhere"),
+        "{copied}"
     );
 
     for name in ["conn-foreign", "conn-denied", "conn-copy"] {

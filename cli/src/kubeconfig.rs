@@ -32,6 +32,10 @@ fn entry<'a>(config: &'a Value, section: &str, name: &str) -> Option<&'a Value> 
 
 /// The tenant's three entries, each named `name`: (section, entry).
 pub fn tenant_entries(tenant_kubeconfig: &str, name: &str) -> Result<Vec<(&'static str, Value)>> {
+    // Never merge what would run a program, read a file or reroute kubectl on this machine: a
+    // tenant kubeconfig holds a server, a CA and a token, nothing else.
+    kubespaces_api::kubeconfig::parse(tenant_kubeconfig)
+        .map_err(|e| invalid(&format!("{e}; nothing was merged")))?;
     let config: Value =
         serde_yaml::from_str(tenant_kubeconfig).map_err(|e| invalid(&e.to_string()))?;
     let context_name = config
@@ -363,6 +367,21 @@ users:
         );
         // Merging twice changes nothing.
         assert_eq!(merge(&merged, TENANT, "team-atlas").unwrap(), merged);
+    }
+
+    #[test]
+    fn a_tenant_kubeconfig_that_would_run_a_program_is_never_merged() {
+        let planted = TENANT.replace(
+            "    token: secret-token\n",
+            "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh}\n",
+        );
+        let e = merge(EXISTING, &planted, "team-atlas")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("users[0].user.exec") && e.contains("nothing was merged"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -30,7 +30,10 @@ use kube::Resource;
 use crate::{api::Tenant, config::HostConfig, names};
 
 mod guards;
-pub use guards::{role_binding_guard, route_guard, service_guard};
+pub use guards::{
+    control_plane_pod_guard, endpoints_guard, ingress_guard, role_binding_guard, route_guard,
+    service_guard,
+};
 
 /// Labels on every object the operator creates for `tenant`.
 pub fn labels(tenant: &str) -> BTreeMap<String, String> {

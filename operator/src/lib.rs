@@ -6,7 +6,7 @@
 //! - [`conditions`], [`build`], [`reconcile::observe`], [`reconcile::drift`]: pure domain logic.
 //! - [`reconcile`], [`controller`]: the Kubernetes glue.
 
-pub use kubespaces_api::{api, conditions, names, quantity};
+pub use kubespaces_api::{api, conditions, kubeconfig, names, quantity};
 
 pub mod access;
 pub mod build;

@@ -62,6 +62,9 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
     let (bindings_policy, bindings_binding) = build::role_binding_guard();
     let (services_policy, services_binding) = build::service_guard();
     let (routes_policy, routes_binding) = build::route_guard();
+    let (ingresses_policy, ingresses_binding) = build::ingress_guard();
+    let (endpoints_policy, endpoints_binding) = build::endpoints_guard();
+    let (pods_policy, pods_binding) = build::control_plane_pod_guard();
     Ok(vec![
         (
             "tenant-finalizer-admission.yaml",
@@ -76,8 +79,10 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             render_all(
                 "the tenant guard admission policies",
                 "Refuses, in tenant namespaces, RoleBindings that grant to everyone or to other \
-                 namespaces' ServiceAccounts, Services with externalIPs, and routes for hostnames \
-                 outside the tenant's apps domain or attached to other namespaces' Gateways.",
+                 namespaces' ServiceAccounts, Services with externalIPs, routes and Ingresses for \
+                 hostnames outside the tenant's apps domain or attached to other namespaces' \
+                 Gateways, Endpoints and EndpointSlices not written by Kubernetes, and pods with \
+                 the labels of the tenant's control plane.",
                 &[
                     &bindings_policy,
                     &bindings_binding,
@@ -85,6 +90,12 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                     &services_binding,
                     &routes_policy,
                     &routes_binding,
+                    &ingresses_policy,
+                    &ingresses_binding,
+                    &endpoints_policy,
+                    &endpoints_binding,
+                    &pods_policy,
+                    &pods_binding,
                 ],
             )?,
         ),
@@ -191,7 +202,7 @@ mod tests {
             [policy, binding]
                 .iter()
                 .cycle()
-                .take(6)
+                .take(12)
                 .cloned()
                 .collect::<Vec<_>>()
         );

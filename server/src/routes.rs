@@ -21,11 +21,14 @@ use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, PostParams, Preconditions},
 };
-use kubespaces_api::api::{KUBECONFIG_SECRET_KEY, Tenant, TenantSpec};
+use kubespaces_api::{
+    api::{KUBECONFIG_SECRET_KEY, Tenant, TenantSpec},
+    kubeconfig::{self, KubeconfigError},
+};
 use serde::Deserialize;
 use serde_json::json;
 use tokio_stream::wrappers::BroadcastStream;
-use tracing::{Instrument, debug, info, info_span};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::{
     auth::{Identity, Verifier},
@@ -304,8 +307,28 @@ pub async fn tenant_kubeconfig(
         .data
         .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
         .ok_or_else(not_ready)?;
+    // The tenant's owner may write that Secret: only its CA and token are handed on, with the
+    // URL the operator published, in the one shape KubeSpaces writes (never an `exec`, a file
+    // path, a proxy or another server, which would run on the machine of whoever uses it).
+    let server = tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.endpoints.as_ref()?.api.clone())
+        .ok_or_else(not_ready)?;
+    let rebuilt = String::from_utf8(data.0)
+        .map_err(|e| KubeconfigError::Malformed(e.to_string()))
+        .and_then(|yaml| kubeconfig::rebuild(name, &server, &yaml))
+        .map_err(|e| {
+            warn!(caller = %caller.email, tenant = %name, error = %e, "refused to hand out the tenant kubeconfig");
+            ApiError::Conflict(format!(
+                "the kubeconfig of tenant {name:?} cannot be handed out: {e}; KubeSpaces writes \
+                 no such kubeconfig, so someone with access to Secret {}/{} changed it; the \
+                 operator writes a new one at its next check of the tenant",
+                location.namespace, location.name
+            ))
+        })?;
     info!(caller = %caller.email, tenant = %name, "handed out the tenant kubeconfig");
-    Ok(data.0)
+    Ok(rebuilt.into_bytes())
 }
 
 #[derive(Deserialize)]

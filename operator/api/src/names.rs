@@ -75,6 +75,9 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub const ROLE_BINDING_GUARD: &str = "kubespaces-tenant-role-bindings";
 pub const SERVICE_GUARD: &str = "kubespaces-tenant-services";
 pub const ROUTE_GUARD: &str = "kubespaces-tenant-routes";
+pub const INGRESS_GUARD: &str = "kubespaces-tenant-ingresses";
+pub const ENDPOINTS_GUARD: &str = "kubespaces-tenant-endpoints";
+pub const CONTROL_PLANE_POD_GUARD: &str = "kubespaces-tenant-control-plane-pods";
 
 /// The host namespace of a tenant.
 pub fn namespace(tenant: &str) -> String {

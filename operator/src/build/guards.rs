@@ -24,6 +24,21 @@ const EVERYONE_GROUPS: [&str; 3] = [
 ];
 const SERVICE_ACCOUNTS_GROUP_PREFIX: &str = "system:serviceaccounts:";
 const ANONYMOUS_USER: &str = "system:anonymous";
+/// The user name a ServiceAccount's tokens authenticate as: `system:serviceaccount:<ns>:<name>`.
+const SERVICE_ACCOUNT_USER_PREFIX: &str = "system:serviceaccount:";
+/// Who writes Endpoints and EndpointSlices, and the control plane's pods, for the cluster: the
+/// controller-manager, as itself or (with `--use-service-account-credentials`) as each
+/// controller's ServiceAccount.
+const ENDPOINTS_WRITERS: [&str; 4] = [
+    "system:kube-controller-manager",
+    "system:serviceaccount:kube-system:endpoint-controller",
+    "system:serviceaccount:kube-system:endpointslice-controller",
+    "system:serviceaccount:kube-system:endpointslicemirroring-controller",
+];
+const STATEFULSET_WRITERS: [&str; 2] = [
+    "system:kube-controller-manager",
+    "system:serviceaccount:kube-system:statefulset-controller",
+];
 /// True for requesters who may not create ClusterRoleBindings. Whoever may can already grant
 /// anyone anything cluster-wide, so the guard would stop nothing there; it would only get in the
 /// way of platform administrators, e.g. binding a CI ServiceAccount to read one Secret of a
@@ -50,6 +65,26 @@ fn in_tenant_namespaces(group: &str, resource: &str) -> MatchResources {
         }]),
         ..MatchResources::default()
     }
+}
+
+/// `['a', 'b']`, a CEL list of strings.
+fn cel_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("'{i}'")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// Requests by none of `users` and by nobody who may grant as much cluster-wide anyway.
+fn requester_not_in(users: &[&str]) -> Vec<MatchCondition> {
+    vec![
+        MatchCondition {
+            name: "requester-cannot-grant-cluster-wide".into(),
+            expression: CLUSTER_WIDE_GRANTOR.into(),
+        },
+        MatchCondition {
+            name: "requester-is-no-controller-of-the-cluster".into(),
+            expression: format!("!(request.userInfo.username in {})", cel_list(users)),
+        },
+    ]
 }
 
 fn variable(name: &str, expression: String) -> Variable {
@@ -121,10 +156,15 @@ pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPo
     // An empty namespace on a ServiceAccount subject of a RoleBinding means the binding's own.
     // `s.namespace`, not the escaped `s.__namespace__` of CRD rules: admission policies on
     // Kubernetes 1.37 do not find the latter.
-    let foreign = "has(object.subjects) ? object.subjects.filter(s, \
-         s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace != '' && \
-         s.namespace != request.namespace) : []"
-        .to_owned();
+    // A ServiceAccount may also be named as a User, `system:serviceaccount:<ns>:<name>`: the
+    // API server authenticates its tokens under that user name.
+    let foreign = format!(
+        "has(object.subjects) ? object.subjects.filter(s, \
+         (s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace != '' && \
+         s.namespace != request.namespace) || \
+         (s.kind == 'User' && s.name.startsWith('{SERVICE_ACCOUNT_USER_PREFIX}') && \
+         !s.name.startsWith('{SERVICE_ACCOUNT_USER_PREFIX}' + request.namespace + ':'))) : []"
+    );
     policy(
         names::ROLE_BINDING_GUARD,
         in_tenant_namespaces("rbac.authorization.k8s.io", "rolebindings"),
@@ -162,7 +202,8 @@ pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPo
             deny_unless(
                 "size(variables.foreign) == 0",
                 "'RoleBinding ' + object.metadata.name + ' may not grant its role to ' + \
-                 variables.foreign.map(s, 'ServiceAccount ' + s.namespace + '/' + s.name).join(', ') + \
+                 variables.foreign.map(s, s.kind == 'User' ? 'User ' + s.name : \
+                 'ServiceAccount ' + s.namespace + '/' + s.name).join(', ') + \
                  ': in a tenant namespace, bind only ServiceAccounts of this namespace'"
                     .into(),
                 "a RoleBinding in a tenant namespace may not grant its role to ServiceAccounts of \
@@ -206,11 +247,7 @@ pub fn route_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBin
     if let Some(rule) = matching.resource_rules.as_mut().and_then(|r| r.first_mut()) {
         rule.resources = Some(vec!["httproutes".into(), "grpcroutes".into()]);
     }
-    let domain = format!(
-        "has(namespaceObject.metadata.annotations) && '{0}' in namespaceObject.metadata.annotations ? \
-         namespaceObject.metadata.annotations['{0}'] : ''",
-        names::APPS_DOMAIN_ANNOTATION
-    );
+    let domain = apps_domain_of_namespace();
     let foreign_hosts = "has(object.spec.hostnames) ? object.spec.hostnames.filter(h, \
          variables.domain == '' || !h.lowerAscii().endsWith('.' + variables.domain)) : []"
         .to_owned();
@@ -251,13 +288,159 @@ pub fn route_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBin
     )
 }
 
+/// Ingresses in a tenant namespace may only name hosts under the tenant's apps domain, and must
+/// name one in every rule: an Ingress controller serves an Ingress without a host for every
+/// name, another tenant's and the platform's included. As [`route_guard`], for everyone.
+pub fn ingress_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let rule_hosts =
+        "has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : '') : []";
+    let foreign = |list: &str| {
+        format!(
+            "({list}).filter(h, variables.domain == '' || h == '' || \
+             !h.lowerAscii().endsWith('.' + variables.domain))"
+        )
+    };
+    // TLS hosts apart: a list of lists, and CEL here has no flatten.
+    let tls_foreign = "has(object.spec.tls) ? object.spec.tls.exists(t, has(t.hosts) && \
+         t.hosts.exists(h, variables.domain == '' || !h.lowerAscii().endsWith('.' + variables.domain))) : false"
+        .to_owned();
+    policy(
+        names::INGRESS_GUARD,
+        in_tenant_namespaces("networking.k8s.io", "ingresses"),
+        vec![],
+        vec![
+            variable("domain", apps_domain_of_namespace()),
+            variable("foreignHosts", foreign(rule_hosts)),
+            variable("foreignTls", tls_foreign),
+        ],
+        vec![
+            deny_unless(
+                "!has(object.spec.defaultBackend) && size(variables.foreignHosts) == 0",
+                "'Ingress ' + object.metadata.name + ': ' + (has(object.spec.defaultBackend) ? \
+                 'spec.defaultBackend refused (it would answer for every hostname)' : \
+                 'spec.rules[].host ' + variables.foreignHosts.map(h, h == '' ? '(none: every hostname)' : h).join(', ') + \
+                 ' refused') + (variables.domain == '' ? ': this namespace has no apps domain' : \
+                 ': a tenant may serve only its own apps hostnames (<app>.' + variables.domain + '), one in every rule')"
+                    .into(),
+                "an Ingress in a tenant namespace must name a host under the tenant's apps domain \
+                 (<app>.<tenant>.apps.<base domain>) in every rule, and may not set a default backend",
+            ),
+            deny_unless(
+                "!variables.foreignTls",
+                "'Ingress ' + object.metadata.name + ': spec.tls[].hosts may only name hosts under ' + \
+                 (variables.domain == '' ? 'an apps domain, which this namespace has not' : '*.' + variables.domain)"
+                    .into(),
+                "an Ingress in a tenant namespace may only name TLS hosts under the tenant's apps domain",
+            ),
+        ],
+    )
+}
+
+/// Endpoints and EndpointSlices in a tenant namespace are written only by the cluster's
+/// controllers, from each Service's selector, i.e. they only ever point at the namespace's own
+/// pods. Anyone else's, the tenant's vCluster syncer included (whose token the owner can mint),
+/// would point a Service, and through it the platform's Gateway, at any address: another
+/// tenant's pod, a platform service, the node (CVE-2021-25740). A selector-less Service of the
+/// tenant therefore has no endpoints on the host.
+pub fn endpoints_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let mut matching = in_tenant_namespaces("", "endpoints");
+    if let Some(rules) = matching.resource_rules.as_mut() {
+        let mut slices = rules[0].clone();
+        slices.api_groups = Some(vec!["discovery.k8s.io".into()]);
+        slices.resources = Some(vec!["endpointslices".into()]);
+        rules.push(slices);
+    }
+    policy(
+        names::ENDPOINTS_GUARD,
+        matching,
+        requester_not_in(&ENDPOINTS_WRITERS),
+        vec![],
+        vec![deny_unless(
+            "false",
+            "request.kind.kind + ' ' + object.metadata.name + ' refused for ' + \
+             request.userInfo.username + ': in a tenant namespace only Kubernetes writes \
+             Endpoints and EndpointSlices, from a Service\\'s selector; give the Service a \
+             selector (a Service without one has no endpoints on the host)'"
+                .into(),
+            "in a tenant namespace only Kubernetes writes Endpoints and EndpointSlices, from a \
+             Service's selector; give the Service a selector",
+        )],
+    )
+}
+
+/// Pods in a tenant namespace that carry the labels of the tenant's control plane (which its
+/// API Service selects, and through it the public API route) are made by the StatefulSet
+/// controller only: a pod of the tenant's with those labels would become a backend of the
+/// tenant's API and answer the operator's and every user's requests to it.
+pub fn control_plane_pod_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let (app, release) = (
+        "'app' in object.metadata.labels && object.metadata.labels['app'] == 'vcluster'",
+        format!(
+            "'release' in object.metadata.labels && object.metadata.labels['release'] == '{}'",
+            names::CONTROL_PLANE_RELEASE
+        ),
+    );
+    let had = |side: &str| {
+        format!(
+            "has({side}.metadata.labels) && {} && {}",
+            app.replace("object.", &format!("{side}.")),
+            release.replace("object.", &format!("{side}."))
+        )
+    };
+    let mut conditions = requester_not_in(&STATEFULSET_WRITERS);
+    // Only a pod that gains the labels: the controllers (garbage collector, scheduler) update
+    // the control plane's own pod.
+    conditions.push(MatchCondition {
+        name: "gains-the-control-plane-labels".into(),
+        expression: format!(
+            "{} && (request.operation == 'CREATE' || !({}))",
+            had("object"),
+            had("oldObject")
+        ),
+    });
+    policy(
+        names::CONTROL_PLANE_POD_GUARD,
+        in_tenant_namespaces("", "pods"),
+        conditions,
+        vec![],
+        vec![deny_unless(
+            "false",
+            format!(
+                "'Pod ' + object.metadata.name + ' may not carry the labels app=vcluster and \
+                 release={}: they make a pod a backend of the tenant\\'s API, and only its \
+                 control plane may be one; use other labels'",
+                names::CONTROL_PLANE_RELEASE
+            ),
+            "a pod in a tenant namespace may not carry the labels of the tenant's control plane \
+             (app=vcluster, release=vcluster); use other labels",
+        )],
+    )
+}
+
+/// The apps domain the operator wrote on the namespace ([`names::APPS_DOMAIN_ANNOTATION`]), or
+/// `''` (then every hostname is refused).
+fn apps_domain_of_namespace() -> String {
+    format!(
+        "has(namespaceObject.metadata.annotations) && '{0}' in namespaceObject.metadata.annotations ? \
+         namespaceObject.metadata.annotations['{0}'] : ''",
+        names::APPS_DOMAIN_ANNOTATION
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn both_guards_deny_in_tenant_namespaces_only_and_fail_closed() {
-        for (policy, binding) in [role_binding_guard(), service_guard()] {
+        for (policy, binding) in [
+            role_binding_guard(),
+            service_guard(),
+            route_guard(),
+            ingress_guard(),
+            endpoints_guard(),
+            control_plane_pod_guard(),
+        ] {
             let spec = policy.spec.unwrap();
             assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
             let matching = spec.match_constraints.unwrap();

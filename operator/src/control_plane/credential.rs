@@ -21,8 +21,9 @@ use kube::{
     api::{ObjectMeta, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
-use serde_json::json;
 use thiserror::Error;
+
+use crate::kubeconfig;
 
 use super::names;
 
@@ -78,9 +79,14 @@ impl Endpoint<'_> {
         Ok(())
     }
 
-    /// A client for the tenant API from a kubeconfig's credential and CA.
+    /// A client for the tenant API from a kubeconfig's credential and CA, and nothing else of
+    /// it: the kubeconfig sits where the tenant's owner may write it, so it is read as data
+    /// ([`kubeconfig::parse`]: no `exec`, `tokenFile`, proxy or skipped TLS check, and the
+    /// server is this endpoint's).
     pub async fn client(&self, kubeconfig: &str) -> Result<Client, String> {
-        let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(|e| e.to_string())?;
+        let credential = kubeconfig::parse(kubeconfig).map_err(|e| e.to_string())?;
+        let clean = credential.kubeconfig("tenant", &self.public_url());
+        let parsed = Kubeconfig::from_yaml(&clean).map_err(|e| e.to_string())?;
         let mut config = Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
             .await
             .map_err(|e| e.to_string())?;
@@ -97,14 +103,12 @@ impl Endpoint<'_> {
     }
 }
 
-/// The CA of the tenant control plane, from the admin kubeconfig (base64, as kubeconfigs hold it).
+/// The CA of the tenant control plane, from the admin kubeconfig (base64, as kubeconfigs hold
+/// it), which must hold nothing a tenant kubeconfig may not ([`kubeconfig::parse`]).
 pub fn ca_data(admin_kubeconfig: &str) -> Result<String, String> {
-    let parsed = Kubeconfig::from_yaml(admin_kubeconfig).map_err(|e| e.to_string())?;
-    parsed
-        .clusters
-        .iter()
-        .find_map(|c| c.cluster.as_ref()?.certificate_authority_data.clone())
-        .ok_or_else(|| "it holds no certificate-authority-data".to_owned())
+    kubeconfig::parse(admin_kubeconfig)
+        .map(|c| c.ca_data)
+        .map_err(|e| e.to_string())
 }
 
 /// A client for the tenant API with the admin kubeconfig vCluster wrote.
@@ -220,16 +224,20 @@ where
 
 /// The kubeconfig handed to the owner (pure): the public URL, the tenant CA, the token.
 pub fn kubeconfig(tenant: &str, public_url: &str, ca_data: &str, token: &str) -> String {
-    let doc = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": tenant, "cluster": {"server": public_url, "certificate-authority-data": ca_data}}],
-        "users": [{"name": tenant, "user": {"token": token}}],
-        "contexts": [{"name": tenant, "context": {"cluster": tenant, "user": tenant}}],
-        "current-context": tenant,
-    });
-    // JSON is YAML, but people read kubeconfigs: write YAML.
-    serde_yaml::to_string(&doc).unwrap_or_else(|_| doc.to_string())
+    kubeconfig::tenant_kubeconfig(tenant, public_url, ca_data, token)
+}
+
+/// The token of a tenant kubeconfig when it is exactly what [`kubeconfig`] writes for this
+/// tenant, URL and CA: anything else in the Secret (the owner may write it) is not kept.
+pub fn own_token(tenant: &str, public_url: &str, ca_data: &str, written: &str) -> Option<String> {
+    match kubeconfig::parse(written).ok()?.auth {
+        kubeconfig::Auth::Token(token)
+            if kubeconfig(tenant, public_url, ca_data, &token) == written =>
+        {
+            Some(token)
+        }
+        _ => None,
+    }
 }
 
 /// The Secret that holds the tenant kubeconfig (pure).
@@ -371,5 +379,22 @@ mod tests {
             cluster.server.as_deref(),
             Some("https://team-atlas.api.example.com:443")
         );
+        let url = "https://team-atlas.api.example.com:443";
+        assert_eq!(
+            own_token("team-atlas", url, "Q0E=", &k).as_deref(),
+            Some("tok")
+        );
+        // Tampered with, for another CA, or with anything added: not the operator's any more.
+        for other in [
+            k.replace("token: tok", "token: tok\n    tokenFile: /t"),
+            k.replace("Q0E=", "Q0I="),
+            k.replace("kind: Config", "kind: Config\npreferences: {}"),
+        ] {
+            assert_eq!(
+                own_token("team-atlas", url, "Q0E=", &other),
+                None,
+                "{other}"
+            );
+        }
     }
 }

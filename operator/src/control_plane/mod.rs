@@ -387,8 +387,9 @@ impl ControlPlane {
             Ok(ca) => ca,
             Err(m) => return unreachable("AdminKubeconfigInvalid", m),
         };
-        // A kubeconfig is kept while its credential is young enough and it trusts the control
-        // plane's current CA (a control plane that lost its PKI made a new one).
+        // A kubeconfig is kept while its credential is young enough and it is exactly what the
+        // operator writes, for the control plane's current CA (a control plane that lost its PKI
+        // made a new one; the owner may have written the Secret).
         let admin = match credential::admin_client(endpoint, admin).await {
             Ok(c) => c,
             Err(e) => return unreachable("AdminKubeconfigInvalid", e.to_string()),
@@ -404,7 +405,7 @@ impl ControlPlane {
             .filter(|s| !credential::due(s, now))
             .filter(|s| account.is_some() && credential::issued_for(s) == account.as_deref())
             .and_then(|s| credential::kubeconfig_of(s, KUBECONFIG_SECRET_KEY))
-            .filter(|k| credential::ca_data(k).is_ok_and(|c| c == ca));
+            .filter(|k| credential::own_token(tenant, &endpoint.public_url(), &ca, k).is_some());
         if let Some(k) = current {
             return match credential::probe(endpoint, &k).await {
                 Ok(version) => self.reachable(tenant, version, existing.as_ref(), now, outcome),
@@ -414,7 +415,7 @@ impl ControlPlane {
         if existing.is_some() {
             info!(
                 tenant,
-                "the tenant credential is due, revoked or for another CA; issuing a new one"
+                "the tenant credential is due, revoked, for another CA or not as the operator wrote it; issuing a new one"
             );
         }
         let issued =

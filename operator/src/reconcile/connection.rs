@@ -11,8 +11,11 @@
 //! - removed with the Tenant (owner reference, and explicitly during teardown).
 //!
 //! The source is the Secret [`Tenant::kubeconfig_secret`] in the tenant namespace; until it
-//! exists (the tenant control plane writes it) nothing is written. The condition does not hold
-//! `Ready` back: the tenant is usable without the copy.
+//! exists (the tenant control plane writes it) nothing is written. The tenant's owner may write
+//! that Secret, so it is read as data: the copy is rebuilt from its CA and token with the
+//! tenant's public API URL ([`kubeconfig::rebuild`]), and a source holding anything else
+//! (`exec`, `tokenFile`, a proxy, ...) is not copied at all. The condition does not hold `Ready`
+//! back: the tenant is usable without the copy.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +26,7 @@ use kube::{
 };
 
 use super::Context;
+use crate::kubeconfig;
 use crate::{
     api::{KUBECONFIG_SECRET_KEY, SecretReference, Tenant},
     conditions::{CONNECTION_SECRET_READY, Desired},
@@ -127,7 +131,7 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Option<Desired>> {
         .get_opt(&source_ref.name)
         .await?
         .and_then(|s| s.data?.remove(KUBECONFIG_SECRET_KEY));
-    let Some(kubeconfig) = kubeconfig else {
+    let Some(source) = kubeconfig else {
         return Ok(condition(
             false,
             "WaitingForKubeconfig",
@@ -136,6 +140,25 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Option<Desired>> {
                 target.namespace, target.name, source_ref.namespace, source_ref.name
             ),
         ));
+    };
+    let server = public_api_url(tenant, &ctx.host.base_domain);
+    let rebuilt = String::from_utf8(source.0)
+        .map_err(|e| kubeconfig::KubeconfigError::Malformed(e.to_string()))
+        .and_then(|source| kubeconfig::rebuild(&name, &server, &source));
+    let kubeconfig = match rebuilt {
+        Ok(k) => ByteString(k.into_bytes()),
+        Err(e) => {
+            return Ok(condition(
+                false,
+                "KubeconfigRefused",
+                format!(
+                    "Secret {}/{} is not written: the tenant kubeconfig in {}/{} cannot be handed \
+                     on ({e}); the operator writes a new one when the tenant's credential is next \
+                     checked",
+                    target.namespace, target.name, source_ref.namespace, source_ref.name
+                ),
+            ));
+        }
     };
     let want = desired(tenant, target, kubeconfig);
     let params = PostParams {
@@ -174,6 +197,20 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Option<Desired>> {
             target.namespace, target.name
         ),
     ))
+}
+
+/// The tenant's public API URL: as its status publishes it, else as the operator derives it.
+fn public_api_url(tenant: &Tenant, base_domain: &str) -> String {
+    tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.endpoints.as_ref()?.api.clone())
+        .unwrap_or_else(|| {
+            format!(
+                "https://{}:443",
+                names::api_host(&tenant.name_any(), base_domain)
+            )
+        })
 }
 
 /// Removes the connection Secret written for the Tenant (teardown), and nothing else.

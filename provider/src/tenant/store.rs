@@ -38,6 +38,16 @@ pub enum StoreError {
         found: String,
         expected: String,
     },
+    #[error(
+        "The kubeconfig in Secret {secret} of tenant {tenant:?} was not put in the state: {reason}. \
+         KubeSpaces writes no such kubeconfig, so someone who may write that Secret changed it; \
+         the operator writes a new one at its next check of the tenant."
+    )]
+    KubeconfigRefused {
+        tenant: String,
+        secret: String,
+        reason: kubespaces_api::kubeconfig::KubeconfigError,
+    },
 }
 
 impl StoreError {
@@ -125,6 +135,32 @@ pub fn kubeconfig_from_secret(secret: &Secret) -> Option<String> {
     String::from_utf8(bytes.0.clone()).ok()
 }
 
+/// What goes into Terraform's state from the kubeconfig `found` in Secret `r`: its CA and token
+/// with the tenant's published API URL, nothing else (the tenant's owner may write that Secret;
+/// an `exec` in it would run wherever the state's kubeconfig is used).
+pub fn trusted_kubeconfig(
+    tenant: &Tenant,
+    r: &SecretReference,
+    found: &str,
+) -> Result<String, StoreError> {
+    let name = tenant.metadata.name.clone().unwrap_or_default();
+    let refused = |reason| StoreError::KubeconfigRefused {
+        tenant: name.clone(),
+        secret: format!("{}/{}", r.namespace, r.name),
+        reason,
+    };
+    let server = tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.endpoints.as_ref()?.api.clone())
+        .ok_or_else(|| {
+            refused(kubespaces_api::kubeconfig::KubeconfigError::Missing(
+                "public API URL in the tenant's status (status.endpoints.api)".into(),
+            ))
+        })?;
+    kubespaces_api::kubeconfig::rebuild(&name, &server, found).map_err(refused)
+}
+
 #[tonic::async_trait]
 impl TenantStore for KubeStore {
     async fn get(&self, name: &str) -> Result<Option<Tenant>, StoreError> {
@@ -171,11 +207,15 @@ impl TenantStore for KubeStore {
             return Ok(None);
         };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &r.namespace);
-        Ok(secrets
+        let Some(found) = secrets
             .get_opt(&r.name)
             .await?
             .as_ref()
-            .and_then(kubeconfig_from_secret))
+            .and_then(kubeconfig_from_secret)
+        else {
+            return Ok(None);
+        };
+        trusted_kubeconfig(tenant, &r, &found).map(Some)
     }
 }
 
@@ -250,6 +290,39 @@ mod tests {
             ..Default::default()
         });
         t
+    }
+
+    #[test]
+    fn only_the_ca_and_token_reach_the_state_with_the_published_url() {
+        let mut t = with_secret_ref("tenant-kubeconfig", "kubespaces-tenant-team-atlas");
+        let r = t.kubeconfig_secret();
+        let url = "https://team-atlas.api.example.com:443";
+        if let Some(s) = t.status.as_mut() {
+            s.endpoints = Some(kubespaces_api::api::TenantEndpoints {
+                api: Some(url.into()),
+                apps: None,
+            });
+        }
+        let written = kubespaces_api::kubeconfig::tenant_kubeconfig(
+            "x",
+            "https://elsewhere:443",
+            "Q0E=",
+            "t",
+        );
+        let state = trusted_kubeconfig(&t, &r, &written).unwrap();
+        assert!(
+            state.contains(url) && !state.contains("elsewhere"),
+            "{state}"
+        );
+        let planted = written.replace("    token: t", "    exec: {command: sh}\n    token: t");
+        let e = trusted_kubeconfig(&t, &r, &planted)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("users[0].user.exec")
+                && e.contains("kubespaces-tenant-team-atlas/tenant-kubeconfig"),
+            "{e}"
+        );
     }
 
     #[test]

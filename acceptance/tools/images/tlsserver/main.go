@@ -3,7 +3,9 @@
 // test that reaches it through the Gateway's TLS passthrough sees the backend's own certificate
 // and knows which backend answered. With -plain it serves HTTP instead (no certificate): the app
 // of the apps benchmark, a server with keep-alive like most apps (busybox httpd closes every
-// connection, which would measure connection set-up instead of the Gateway).
+// connection, which would measure connection set-up instead of the Gateway). With -log-auth it
+// also logs the Authorization header of every request: the hostile-tenant tests run it as the
+// tenant's impostor of a platform endpoint and read from its log what a client gave away.
 package main
 
 import (
@@ -24,6 +26,7 @@ func main() {
 	key := flag.String("key", "/tls/tls.key", "PEM private key file")
 	name := flag.String("name", "", "name to answer with (default: the host name)")
 	plain := flag.Bool("plain", false, "serve plain HTTP (no -cert/-key)")
+	logAuth := flag.Bool("log-auth", false, "log the Authorization header of every request")
 	flag.Parse()
 	if *name == "" {
 		*name, _ = os.Hostname()
@@ -35,6 +38,9 @@ func main() {
 			sni := ""
 			if r.TLS != nil {
 				sni = r.TLS.ServerName
+			}
+			if *logAuth {
+				log.Printf("request %s %s from %s authorization=%q", r.Method, r.URL.Path, r.RemoteAddr, r.Header.Get("Authorization"))
 			}
 			fmt.Fprintf(w, "hello from %s (sni %s)\n", *name, sni)
 		}),
