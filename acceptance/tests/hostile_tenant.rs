@@ -19,7 +19,9 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, Server},
-    pods::{delete_tenant, httpd_spec, page_of, pod, pod_ip, real_nodes, wait_pod_running},
+    pods::{
+        HTTP_PORT, delete_tenant, httpd_spec, page_of, pod, pod_ip, real_nodes, wait_pod_running,
+    },
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
@@ -206,12 +208,12 @@ async fn a_hostile_tenant_gets_nothing_beyond_its_namespace() {
 kind: Service
 metadata: {{name: steal, namespace: default}}
 spec:
-  ports: [{{name: http, port: 80, targetPort: 8080}}]
+  ports: [{{name: http, port: 80, targetPort: {HTTP_PORT}}}]
 ---
 apiVersion: v1
 kind: Endpoints
 metadata: {{name: steal, namespace: default}}
-subsets: [{{addresses: [{{ip: "{victim_ip}"}}], ports: [{{name: http, port: 8080}}]}}]
+subsets: [{{addresses: [{{ip: "{victim_ip}"}}], ports: [{{name: http, port: {HTTP_PORT}}}]}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -280,6 +282,61 @@ spec:
         }
     }
 
+    // 1b. Inside its vCluster, a pod that would take the node: privileged, the host's network
+    //     and process namespaces, the node's root file system. The syncer creates it on the
+    //     host, where the namespace's Pod Security level refuses it; the tenant is told why.
+    let root_me = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: root-me, namespace: default}}
+spec:
+  hostNetwork: true
+  hostPID: true
+  containers:
+  - name: main
+    image: {image}
+    command: [sleep, "3600"]
+    securityContext: {{privileged: true}}
+    volumeMounts: [{{name: root, mountPath: /host}}]
+  volumes: [{{name: root, hostPath: {{path: /}}}}]
+"#,
+        image = env.busybox_image(),
+    );
+    let out = owner_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&root_me));
+    assert!(out.status.success(), "inside the tenant: {}", text(&out));
+    let host_pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let step = wait_for(
+        "the privileged pod to be refused on the host, with a Warning the tenant sees",
+        Duration::from_secs(120),
+        || async {
+            let on_host = host_pods
+                .list(&Default::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with("root-me")));
+            if let Some(p) = on_host {
+                return Some(Err(format!(
+                    "a privileged, hostPath, hostNetwork, hostPID pod made inside the tenant exists on the host: {:?}",
+                    p.metadata.name
+                )));
+            }
+            tenant_warnings(&env, &kubeconfig)
+                .lines()
+                .find(|l| l.contains("root-me") && l.contains("PodSecurity"))
+                .map(|l| Ok(l.to_owned()))
+        },
+    )
+    .await;
+    match step {
+        Err(e) => open.push(e),
+        Ok(warning) => assert!(
+            warning.contains("privileged"),
+            "the tenant is told why: {warning}"
+        ),
+    }
+
     // 2. On the host, with its vCluster syncer's own token (the owner may mint it): the same
     //    Endpoints written directly, and an EndpointSlice for one of its Services.
     let token = String::from_utf8_lossy(
@@ -307,7 +364,7 @@ kind: EndpointSlice
 metadata: {{name: steal-direct, namespace: {ns}, labels: {{kubernetes.io/service-name: {release}}}}}
 addressType: IPv4
 endpoints: [{{addresses: ["{victim_ip}"]}}]
-ports: [{{name: https, port: 8080, protocol: TCP}}]
+ports: [{{name: http, port: {HTTP_PORT}, protocol: TCP}}]
 "#,
         release = cp_names::RELEASE,
     );
@@ -704,9 +761,11 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:serv
     match refused {
         Err(e) => open.push(e),
         Ok(refused) => {
+            // The first field it planted that the operator came to: the cluster's, then the user's.
             assert!(
-                refused.contains("users[0].user.tokenFile"),
-                "the refusal names the field: {refused}"
+                refused.contains("clusters[0].cluster.insecure-skip-tls-verify")
+                    || refused.contains("users[0].user.tokenFile"),
+                "the refusal names a field the owner planted: {refused}"
             );
             let logs = env.kubectl_ok(&["-n", &ns, "logs", "api-impostor"], None);
             assert!(
