@@ -4,20 +4,24 @@
 //! the owner can mint) and as cluster-admin inside its vCluster (the kubeconfig it was handed),
 //! against the shared operator the chart installed and the platform's Gateway. The victim is a
 //! web page in the namespace of another tenant, `victim`. docs/security.md lists each path and
-//! the test below that plays it.
+//! the step below that plays it. Every step is played and each attack that works is reported, so
+//! one run lists every open path.
 
-use std::{path::Path, process::Command, time::Duration};
+use std::{path::PathBuf, process::Command, time::Duration};
 
 use k8s_openapi::{
     ByteString,
     api::core::v1::{Pod, Secret},
 };
 use kube::{
-    Api,
-    api::{Patch, PatchParams, PostParams},
+    Api, Client,
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
 };
 use kubespaces_acceptance::{
     Env,
+    hostile::{
+        As, curl_app, kubectl_as, owner_writes_secret, refused_by, tenant_warnings, try_create,
+    },
     oidc::{Dex, Server},
     pods::{
         HTTP_PORT, delete_tenant, httpd_spec, page_of, pod, pod_ip, real_nodes, wait_pod_running,
@@ -40,117 +44,20 @@ const VICTIM: &str = "victim";
 /// Where a ServiceAccount's token is mounted in a pod (the operator's, in its pod).
 const TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
-/// kubectl on the host as the tenant's owner (impersonated: the RBAC and admission the owner's
-/// own credential would meet).
-fn as_owner(env: &Env, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-    let mut all = args.to_vec();
-    all.extend(["--as", OWNER]);
-    env.kubectl(&all, stdin)
-}
-
-/// kubectl on the host with nothing but `token` (no credential of the harness's).
-fn with_token(env: &Env, token: &str, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-    let view = |path: &str| {
-        env.kubectl_ok(
-            &[
-                "config",
-                "view",
-                "--raw",
-                "--minify",
-                "-o",
-                &format!("jsonpath={{{path}}}"),
-            ],
-            None,
-        )
-    };
-    let server = view(".clusters[0].cluster.server");
-    let ca = String::from_utf8(
-        Command::new("base64")
-            .args(["-d"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin.take().expect("stdin").write_all(
-                    view(".clusters[0].cluster.certificate-authority-data").as_bytes(),
-                )?;
-                c.wait_with_output()
-            })
-            .expect("base64 -d")
-            .stdout,
-    )
-    .expect("a PEM CA");
-    let mut all = args.to_vec();
-    let manifest = stdin.map(str::to_owned);
-    if manifest.is_some() {
-        all.extend(["-f", "-"]);
-    }
-    // kubectl_with_token takes no stdin: the manifest goes through a file.
-    let file = std::env::temp_dir().join(format!("hostile-{}.yaml", std::process::id()));
-    if let Some(m) = &manifest {
-        std::fs::write(&file, m).expect("write the manifest");
-        let at = all.iter().position(|a| *a == "-").expect("-f -");
-        all[at] = file.to_str().expect("a UTF-8 path");
-    }
-    let out = env.kubectl_with_token(server.trim(), &ca, token, &all);
-    let _ = std::fs::remove_file(&file);
-    out
-}
-
-/// Whether `out` is a refusal by the admission policy `policy` whose message contains `names`;
-/// `Err` says what the tenant tried and got. (Every attack is played and each one that works is
-/// reported, so one run lists every open path.)
-fn refused_by(
-    out: &std::process::Output,
-    policy: &str,
-    names: &str,
-    what: &str,
-) -> Result<(), String> {
-    let said = text(out);
-    if out.status.success() {
-        return Err(format!("{what}: admitted (the attack works):\n{said}"));
-    }
-    if !(said.contains(policy) && said.contains(names)) {
-        return Err(format!(
-            "{what}: refused, but not by {policy} naming {names:?}:\n{said}"
-        ));
-    }
-    Ok(())
-}
-
-/// `curl` of `url` from this machine, verifying the platform's test CA: the status and body.
-fn curl(url: &str) -> (String, String) {
-    let ca = platform_var("KUBESPACES_APPS_CA_FILE");
-    let out = Command::new("curl")
-        .args(["--silent", "--max-time", "5", "--cacert", &ca])
-        .args(["--write-out", "\n%{http_code}"])
-        .arg(url)
-        .output()
-        .expect("curl runs");
-    let all = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = all.rsplit_once('\n').unwrap_or(("", &all));
-    (code.trim().to_owned(), body.to_owned())
-}
-
-/// Warning events inside the tenant (what `kubectl get events` shows its user).
-fn tenant_warnings(env: &Env, kubeconfig: &Path) -> String {
-    let out = owner_kubectl(
-        env,
-        kubeconfig,
-        &[
-            "get",
-            "events",
-            "-A",
-            "--field-selector",
-            "type=Warning",
-            "-o",
-            "custom-columns=KIND:.involvedObject.kind,NAME:.involvedObject.name,REASON:.reason,MESSAGE:.message",
-            "--no-headers",
-        ],
-        None,
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// What every step works with.
+struct Scene {
+    env: Env,
+    client: Client,
+    domain: String,
+    /// mallory's namespace, and the victim's.
+    ns: String,
+    victim_ns: String,
+    /// The victim's page: its pod's address and what it answers.
+    victim_ip: String,
+    secret_page: String,
+    /// The kubeconfig mallory was handed (cluster-admin inside its vCluster).
+    kubeconfig: PathBuf,
+    nodes: Vec<String>,
 }
 
 #[tokio::test]
@@ -158,51 +65,67 @@ async fn a_hostile_tenant_gets_nothing_beyond_its_namespace() {
     let env = Env::get();
     let client = env.client().await;
     let tenants = env.tenants().await;
-    let domain = platform_var("KUBESPACES_DOMAIN");
     for name in [MALLORY, VICTIM] {
         if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
             delete_tenant(&env, name).await;
         }
-        env.apply(&tenant_yaml(
-            name,
-            &format!("{name}@example.com"),
-            "2",
-            "2Gi",
-            None,
-        ));
+        let owner = format!("{name}@example.com");
+        env.apply(&tenant_yaml(name, &owner, "2", "2Gi", None));
     }
     for name in [MALLORY, VICTIM] {
         wait_ready(&tenants, name, READY_WITHIN).await;
     }
-    let ns = names::namespace(MALLORY);
-    let victim_ns = names::namespace(VICTIM);
-    // What each attack that worked obtained.
-    let mut open: Vec<String> = vec![];
-
     // The victim: a page in the other tenant's namespace, which the platform's Gateway may reach
     // (tenant policies admit the platform's namespaces) and no tenant pod may.
     let nodes = real_nodes(&client).await;
+    let victim_ns = names::namespace(VICTIM);
     let victim_pods: Api<Pod> = Api::namespaced(client.clone(), &victim_ns);
+    let page = pod(
+        "secret-page",
+        &[("app", "secret-page")],
+        httpd_spec(&env.busybox_image(), &nodes),
+    );
     victim_pods
-        .create(
-            &PostParams::default(),
-            &pod(
-                "secret-page",
-                &[("app", "secret-page")],
-                httpd_spec(&env.busybox_image(), &nodes),
-            ),
-        )
+        .create(&PostParams::default(), &page)
         .await
         .expect("the victim's page");
     let victim = wait_pod_running(&victim_pods, "secret-page", Duration::from_secs(120)).await;
-    let victim_ip = pod_ip(&victim);
-    let secret_page = page_of("secret-page");
     let (kubeconfig, _) = owner_kubeconfig(&env, MALLORY).await;
+    let scene = Scene {
+        domain: platform_var("KUBESPACES_DOMAIN"),
+        ns: names::namespace(MALLORY),
+        victim_ns,
+        victim_ip: pod_ip(&victim),
+        secret_page: page_of("secret-page"),
+        kubeconfig,
+        nodes,
+        client,
+        env,
+    };
 
-    // 1. Inside its vCluster, mallory points a selector-less Service at the victim's pod and
-    //    routes one of its own app names to it: the syncer would copy the Endpoints to the host
-    //    and the Gateway would proxy to whatever they name.
-    let steal_host = format!("steal.{}", names::apps_domain(MALLORY, &domain));
+    let mut open: Vec<String> = vec![];
+    open.extend(gateway_to_another_tenant(&scene).await);
+    open.extend(node_takeover_from_inside(&scene).await);
+    open.extend(host_side_guards(&scene));
+    open.extend(planted_tenant_kubeconfig(&scene, &tenants).await);
+    open.extend(operator_token_theft(&scene, &tenants).await);
+    assert!(
+        open.is_empty(),
+        "{} attacks of {MALLORY}'s worked:\n\n{}",
+        open.len(),
+        open.join("\n\n")
+    );
+
+    for name in [MALLORY, VICTIM] {
+        delete_tenant(&scene.env, name).await;
+    }
+}
+
+/// Step 1. Inside its vCluster, mallory points a selector-less Service at the victim's pod and
+/// routes one of its own app names to it: the syncer would copy the Endpoints to the host and the
+/// Gateway would proxy to whatever they name.
+async fn gateway_to_another_tenant(s: &Scene) -> Option<String> {
+    let steal_host = format!("steal.{}", names::apps_domain(MALLORY, &s.domain));
     let manifests = format!(
         r#"apiVersion: v1
 kind: Service
@@ -213,7 +136,7 @@ spec:
 apiVersion: v1
 kind: Endpoints
 metadata: {{name: steal, namespace: default}}
-subsets: [{{addresses: [{{ip: "{victim_ip}"}}], ports: [{{name: http, port: {HTTP_PORT}}}]}}]
+subsets: [{{addresses: [{{ip: "{ip}"}}], ports: [{{name: http, port: {HTTP_PORT}}}]}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -223,68 +146,74 @@ spec:
   hostnames: ["{steal_host}"]
   rules: [{{backendRefs: [{{name: steal, port: 80}}]}}]
 "#,
+        ip = s.victim_ip,
         gateway = cp_names::APPS_GATEWAY,
         gateway_ns = cp_names::APPS_GATEWAY_IN_TENANT_NAMESPACE,
     );
     // The Gateway import can show up a moment after Ready (see docs/first-tenant.md).
-    in_tenant(
-        &env,
-        &kubeconfig,
-        &[
-            "get",
-            "gateway",
-            "-n",
-            cp_names::APPS_GATEWAY_IN_TENANT_NAMESPACE,
-            cp_names::APPS_GATEWAY,
-        ],
-    )
-    .await;
-    let out = owner_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&manifests));
+    let gateway = [
+        "get",
+        "gateway",
+        "-n",
+        cp_names::APPS_GATEWAY_IN_TENANT_NAMESPACE,
+        cp_names::APPS_GATEWAY,
+    ];
+    in_tenant(&s.env, &s.kubeconfig, &gateway).await;
+    let out = owner_kubectl(
+        &s.env,
+        &s.kubeconfig,
+        &["apply", "-f", "-"],
+        Some(&manifests),
+    );
     assert!(out.status.success(), "inside the tenant: {}", text(&out));
-    let step1 = wait_for(
+    let url = format!("https://{steal_host}/");
+    let outcome = wait_for(
         "the Gateway to serve the victim's page (the attack) or the syncer's Endpoints to be refused",
         Duration::from_secs(120),
         || async {
-            let (code, body) = curl(&format!("https://{steal_host}/"));
-            if body.contains(&secret_page) {
+            let (code, body) = curl_app(&url);
+            if body.contains(&s.secret_page) {
                 return Some(Err(format!(
                     "the Gateway served tenant {VICTIM}'s page to {MALLORY} at {steal_host} (HTTP {code}): {body}"
                 )));
             }
-            let warnings = tenant_warnings(&env, &kubeconfig);
-            warnings
-                .lines()
-                .find(|l| l.contains(names::ENDPOINTS_GUARD))
-                .map(|l| Ok(l.to_owned()))
+            let warnings = tenant_warnings(&s.env, &s.kubeconfig);
+            warnings.lines().find(|l| l.contains(names::ENDPOINTS_GUARD)).map(|l| Ok(l.to_owned()))
         },
     )
     .await;
-    match step1 {
-        Err(e) => open.push(e),
-        Ok(refusal) => {
-            assert!(
-                refusal.contains("steal"),
-                "the tenant is told which object: {refusal}"
-            );
-            // On the host, no Endpoints or EndpointSlice in mallory's namespace names the victim.
-            for kind in ["endpoints", "endpointslices"] {
-                let listed = env.kubectl_ok(&["-n", &ns, "get", kind, "-o", "json"], None);
-                assert!(
-                    !listed.contains(&victim_ip),
-                    "{kind} in {ns} name {victim_ip}:\n{listed}"
-                );
-            }
-            let (code, body) = curl(&format!("https://{steal_host}/"));
-            assert!(
-                !body.contains(&secret_page) && code != "200",
-                "HTTP {code}: {body}"
-            );
-        }
+    let refusal = match outcome {
+        Err(e) => return Some(e),
+        Ok(refusal) => refusal,
+    };
+    assert!(
+        refusal.contains("steal"),
+        "the tenant is told which object: {refusal}"
+    );
+    // On the host, no Endpoints or EndpointSlice in mallory's namespace names the victim.
+    for kind in ["endpoints", "endpointslices"] {
+        let listed = s
+            .env
+            .kubectl_ok(&["-n", &s.ns, "get", kind, "-o", "json"], None);
+        assert!(
+            !listed.contains(&s.victim_ip),
+            "{kind} in {} name {}:\n{listed}",
+            s.ns,
+            s.victim_ip
+        );
     }
+    let (code, body) = curl_app(&url);
+    assert!(
+        !body.contains(&s.secret_page) && code != "200",
+        "HTTP {code}: {body}"
+    );
+    None
+}
 
-    // 1b. Inside its vCluster, a pod that would take the node: privileged, the host's network
-    //     and process namespaces, the node's root file system. The syncer creates it on the
-    //     host, where the namespace's Pod Security level refuses it; the tenant is told why.
+/// Step 1b. Inside its vCluster, a pod that would take the node: privileged, the host's network
+/// and process namespaces, the node's root file system. The syncer creates it on the host, where
+/// the namespace's Pod Security level refuses it; the tenant is told why.
+async fn node_takeover_from_inside(s: &Scene) -> Option<String> {
     let root_me = format!(
         r#"apiVersion: v1
 kind: Pod
@@ -300,87 +229,92 @@ spec:
     volumeMounts: [{{name: root, mountPath: /host}}]
   volumes: [{{name: root, hostPath: {{path: /}}}}]
 "#,
-        image = env.busybox_image(),
+        image = s.env.busybox_image(),
     );
-    let out = owner_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&root_me));
+    let out = owner_kubectl(&s.env, &s.kubeconfig, &["apply", "-f", "-"], Some(&root_me));
     assert!(out.status.success(), "inside the tenant: {}", text(&out));
-    let host_pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let step = wait_for(
+    let host_pods: Api<Pod> = Api::namespaced(s.client.clone(), &s.ns);
+    let outcome = wait_for(
         "the privileged pod to be refused on the host, with a Warning the tenant sees",
         Duration::from_secs(120),
         || async {
-            let on_host = host_pods
-                .list(&Default::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with("root-me")));
-            if let Some(p) = on_host {
+            let listed = host_pods.list(&Default::default()).await.ok()?.items;
+            if let Some(p) = listed.iter().find(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with("root-me"))) {
                 return Some(Err(format!(
                     "a privileged, hostPath, hostNetwork, hostPID pod made inside the tenant exists on the host: {:?}",
                     p.metadata.name
                 )));
             }
-            tenant_warnings(&env, &kubeconfig)
+            tenant_warnings(&s.env, &s.kubeconfig)
                 .lines()
                 .find(|l| l.contains("root-me") && l.contains("PodSecurity"))
                 .map(|l| Ok(l.to_owned()))
         },
     )
     .await;
-    match step {
-        Err(e) => open.push(e),
-        Ok(warning) => assert!(
-            warning.contains("privileged"),
-            "the tenant is told why: {warning}"
-        ),
+    match outcome {
+        Err(e) => Some(e),
+        Ok(warning) => {
+            assert!(
+                warning.contains("privileged"),
+                "the tenant is told why: {warning}"
+            );
+            None
+        }
     }
+}
 
-    // 2. On the host, with its vCluster syncer's own token (the owner may mint it): the same
-    //    Endpoints written directly, and an EndpointSlice for one of its Services.
-    let token = String::from_utf8_lossy(
-        &as_owner(
-            &env,
-            &[
-                "-n",
-                &ns,
-                "create",
-                "token",
-                "vc-vcluster",
-                "--duration",
-                "10m",
-            ],
-            None,
-        )
-        .stdout,
-    )
-    .trim()
-    .to_owned();
-    assert!(!token.is_empty(), "the owner mints the syncer's token");
+/// Steps 2 to 5, on the host, as the owner and with its vCluster syncer's own token (the owner
+/// may mint it): each write that would reach past the namespace.
+fn host_side_guards(s: &Scene) -> Vec<String> {
+    let (env, ns, owner) = (&s.env, s.ns.as_str(), As::Owner(OWNER));
+    let minted = kubectl_as(
+        env,
+        owner,
+        &[
+            "-n",
+            ns,
+            "create",
+            "token",
+            "vc-vcluster",
+            "--duration",
+            "10m",
+        ],
+        None,
+    );
+    let token = String::from_utf8_lossy(&minted.stdout).trim().to_owned();
+    assert!(
+        !token.is_empty(),
+        "the owner mints the syncer's token: {}",
+        text(&minted)
+    );
+    let syncer = As::Token(&token);
+    let mut open = vec![];
+    let mut refused = |who: As<'_>, manifest: &str, policy: &str, names: &str, what: &str| {
+        open.extend(refused_by(&try_create(env, who, manifest), policy, names, what).err());
+    };
+
+    // 2. An EndpointSlice for one of its Services, naming the victim's pod.
     let slice = format!(
         r#"apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata: {{name: steal-direct, namespace: {ns}, labels: {{kubernetes.io/service-name: {release}}}}}
 addressType: IPv4
-endpoints: [{{addresses: ["{victim_ip}"]}}]
+endpoints: [{{addresses: ["{ip}"]}}]
 ports: [{{name: http, port: {HTTP_PORT}, protocol: TCP}}]
 "#,
         release = cp_names::RELEASE,
+        ip = s.victim_ip,
     );
-    let out = with_token(&env, &token, &["create", "--dry-run=server"], Some(&slice));
-    open.extend(
-        refused_by(
-            &out,
-            names::ENDPOINTS_GUARD,
-            "steal-direct",
-            "an EndpointSlice with the syncer's token",
-        )
-        .err(),
+    refused(
+        syncer,
+        &slice,
+        names::ENDPOINTS_GUARD,
+        "steal-direct",
+        "an EndpointSlice with the syncer's token",
     );
 
-    // 3. A pod of the owner's that joins the tenant API's Service (its labels), as the owner and
-    //    with the syncer's token.
+    // 3. A pod that joins the tenant API's Service (its labels).
     let impostor = format!(
         r#"apiVersion: v1
 kind: Pod
@@ -391,156 +325,110 @@ spec:
         release = cp_names::RELEASE,
         image = env.busybox_image(),
     );
-    let out = as_owner(
-        &env,
-        &["create", "--dry-run=server", "-f", "-"],
-        Some(&impostor),
+    refused(
+        owner,
+        &impostor,
+        names::CONTROL_PLANE_POD_GUARD,
+        "impostor",
+        "a pod with the control plane's labels",
     );
-    open.extend(
-        refused_by(
-            &out,
-            names::CONTROL_PLANE_POD_GUARD,
-            "impostor",
-            "a pod with the control plane's labels",
-        )
-        .err(),
-    );
-    let out = with_token(
-        &env,
-        &token,
-        &["create", "--dry-run=server"],
-        Some(&impostor),
-    );
-    open.extend(
-        refused_by(
-            &out,
-            names::CONTROL_PLANE_POD_GUARD,
-            "impostor",
-            "the same pod with the syncer's token",
-        )
-        .err(),
+    refused(
+        syncer,
+        &impostor,
+        names::CONTROL_PLANE_POD_GUARD,
+        "impostor",
+        "the same pod with the syncer's token",
     );
 
     // 4. A RoleBinding handing the owner's role to another namespace's ServiceAccount, named as
     //    the User its tokens authenticate as.
+    let lent_to = format!("system:serviceaccount:{}:default", s.victim_ns);
     let binding = format!(
         r#"apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {{name: lend, namespace: {ns}}}
 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {role}}}
-subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:serviceaccount:{victim_ns}:default"}}]
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{lent_to}"}}]
 "#,
         role = names::OWNER_CLUSTER_ROLE,
     );
-    let out = as_owner(
-        &env,
-        &["create", "--dry-run=server", "-f", "-"],
-        Some(&binding),
-    );
-    open.extend(
-        refused_by(
-            &out,
-            names::ROLE_BINDING_GUARD,
-            &format!("User system:serviceaccount:{victim_ns}:default"),
-            "a RoleBinding to a foreign ServiceAccount as a User",
-        )
-        .err(),
+    let what = "a RoleBinding to a foreign ServiceAccount as a User";
+    refused(
+        owner,
+        &binding,
+        names::ROLE_BINDING_GUARD,
+        &format!("User {lent_to}"),
+        what,
     );
 
-    // 5. Ingresses for another tenant's app name, and for every name (no host).
-    for (name, rule) in [
-        ("claim", format!("{{host: \"www.{}\", http: {{paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: steal, port: {{number: 80}}}}}}}}]}}}}", names::apps_domain(VICTIM, &domain))),
-        ("catch-all", "{http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: steal, port: {number: 80}}}}]}}".to_owned()),
-    ] {
-        let ingress = format!(
-            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  rules: [{rule}]\n"
+    // 5. Ingresses for another tenant's app name and for every name (no host); its own is fine.
+    let ingress = |name: &str, host: Option<String>| {
+        let host = host.map(|h| format!("host: \"{h}\", ")).unwrap_or_default();
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  rules: [{{{host}http: {{paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: steal, port: {{number: 80}}}}}}}}]}}}}]\n"
+        )
+    };
+    let victims = Some(format!("www.{}", names::apps_domain(VICTIM, &s.domain)));
+    for (name, host) in [("claim", victims), ("catch-all", None)] {
+        refused(
+            owner,
+            &ingress(name, host),
+            names::INGRESS_GUARD,
+            name,
+            "an Ingress for names not the tenant's",
         );
-        let out = as_owner(&env, &["create", "--dry-run=server", "-f", "-"], Some(&ingress));
-        open.extend(refused_by(&out, names::INGRESS_GUARD, name, "an Ingress for names not the tenant's").err());
     }
-    // Its own app name is fine.
-    let own = format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: own, namespace: {ns}}}\nspec:\n  rules: [{{host: \"www.{}\", http: {{paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: steal, port: {{number: 80}}}}}}}}]}}}}]\n",
-        names::apps_domain(MALLORY, &domain)
+    let own = ingress(
+        "own",
+        Some(format!("www.{}", names::apps_domain(MALLORY, &s.domain))),
     );
-    let out = as_owner(&env, &["create", "--dry-run=server", "-f", "-"], Some(&own));
+    let out = try_create(env, owner, &own);
     assert!(
         out.status.success(),
         "the tenant's own apps name: {}",
         text(&out)
     );
-
-    // A TLSRoute of its own (the API names are TLS passthrough routes): RBAC, for the owner and
-    // for the syncer.
+    // ...and a TLSRoute (the API names are TLS passthrough routes): RBAC, for both.
     let tls_route = format!(
         "apiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\nmetadata: {{name: claim, namespace: {ns}}}\nspec:\n  hostnames: [\"{VICTIM}.api.{domain}\"]\n  rules: [{{backendRefs: [{{name: {release}, port: 443}}]}}]\n",
+        domain = s.domain,
         release = cp_names::RELEASE,
     );
-    for (who, out) in [
-        (
-            "the owner",
-            as_owner(
-                &env,
-                &["create", "--dry-run=server", "-f", "-"],
-                Some(&tls_route),
-            ),
-        ),
-        (
-            "the syncer's token",
-            with_token(
-                &env,
-                &token,
-                &["create", "--dry-run=server"],
-                Some(&tls_route),
-            ),
-        ),
-    ] {
+    for (who, by) in [(owner, "the owner"), (syncer, "the syncer's token")] {
+        let out = try_create(env, who, &tls_route);
         let said = text(&out);
         if out.status.success() || !said.contains("forbidden") {
             open.push(format!(
-                "a TLSRoute for {VICTIM}'s API name by {who}: {said}"
+                "a TLSRoute for {VICTIM}'s API name by {by}: {said}"
             ));
         }
     }
+    open
+}
 
-    // 6. The tenant kubeconfig others download: the owner plants one that runs a program.
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+/// Step 6. The tenant kubeconfig others download: the owner plants one that runs a program. The
+/// platform's admin downloads it through the server (the portal's download is the same code),
+/// then the operator puts its own back.
+async fn planted_tenant_kubeconfig(s: &Scene, tenants: &Api<Tenant>) -> Vec<String> {
+    let mut open = vec![];
+    let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.ns);
     let handed_out = secrets
         .get(KUBECONFIG_SECRET)
         .await
         .expect("the tenant kubeconfig");
-    let planted = String::from_utf8(
-        handed_out.data.as_ref().and_then(|d| d.get(KUBECONFIG_SECRET_KEY)).expect("a kubeconfig").0.clone(),
-    )
-    .expect("UTF-8")
-    .replacen(
+    let planted = secret_text(&handed_out, KUBECONFIG_SECRET_KEY).replacen(
         "    token: ",
         "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'touch /tmp/pwned']}\n    token: ",
         1,
     );
-    let patch = json!({"data": {KUBECONFIG_SECRET_KEY: ByteString(planted.into_bytes())}});
-    let out = as_owner(
-        &env,
-        &[
-            "-n",
-            &ns,
-            "patch",
-            "secret",
-            KUBECONFIG_SECRET,
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ],
-        None,
+    owner_writes_secret(
+        &s.env,
+        OWNER,
+        &s.ns,
+        KUBECONFIG_SECRET,
+        KUBECONFIG_SECRET_KEY,
+        &planted,
     );
-    assert!(
-        out.status.success(),
-        "the owner may write its Secrets: {}",
-        text(&out)
-    );
-    // The platform's admin downloads it through the server (the portal's download is the
-    // same code): never the planted file.
     let dex = Dex::get();
     let server = Server::with_dex(&dex).await;
     let admin_token = dex.token("admin@example.com").await;
@@ -570,91 +458,137 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:serv
         );
     }
     // The operator puts back its own at its next look at the tenant (asked for here).
-    let request =
-        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "hostile"}}});
-    tenants
-        .patch(MALLORY, &PatchParams::default(), &Patch::Merge(&request))
-        .await
-        .expect("request a reconcile");
+    request_reconcile(tenants, "hostile").await;
     let replaced = wait_for(
         "the operator to replace the planted kubeconfig, or a reconcile to keep it",
         Duration::from_secs(60),
         || async {
             let t = tenants.get(MALLORY).await.ok()?;
-            let s = secrets.get(KUBECONFIG_SECRET).await.ok()?;
-            let k = String::from_utf8(s.data?.remove(KUBECONFIG_SECRET_KEY)?.0).ok()?;
+            let k = secret_text(
+                &secrets.get(KUBECONFIG_SECRET).await.ok()?,
+                KUBECONFIG_SECRET_KEY,
+            );
             if !k.contains("exec") {
                 return Some(true);
             }
             // A reconcile after the request that kept it: the planted file stays handed out.
-            let seen = t
-                .metadata
-                .annotations
-                .as_ref()?
-                .get("reconcile.fluxcd.io/requestedAt")?;
-            (seen == "hostile"
-                && t.status.as_ref()?.last_handled_reconcile_at.as_deref() == Some("hostile"))
-            .then_some(false)
+            let handled = t.status.as_ref()?.last_handled_reconcile_at.as_deref();
+            (handled == Some("hostile")).then_some(false)
         },
     )
     .await;
     if !replaced {
-        open.push(format!("the operator kept the owner's planted `exec` kubeconfig in Secret {ns}/{KUBECONFIG_SECRET}: every door hands it on"));
-    } else {
-        // ...and the admin's download is the tenant's public URL, CA and token, nothing else.
-        let (code, body) = download().await;
-        assert_eq!(code, 200, "{body}");
-        let credential = kubeconfig::parse(&body).expect("a kubeconfig as KubeSpaces writes them");
-        assert!(
-            matches!(credential.auth, kubeconfig::Auth::Token(_)),
-            "{body}"
-        );
-        assert!(
-            body.contains(&format!("server: https://{MALLORY}.api.{domain}:443")),
-            "{body}"
-        );
+        open.push(format!(
+            "the operator kept the owner's planted `exec` kubeconfig in Secret {}/{KUBECONFIG_SECRET}: every door hands it on",
+            s.ns
+        ));
+        return open;
     }
-    drop(server);
+    // ...and the admin's download is the tenant's public URL, CA and token, nothing else.
+    let (code, body) = download().await;
+    assert_eq!(code, 200, "{body}");
+    let credential = kubeconfig::parse(&body).expect("a kubeconfig as KubeSpaces writes them");
+    assert!(
+        matches!(credential.auth, kubeconfig::Auth::Token(_)),
+        "{body}"
+    );
+    let url = format!("server: https://{MALLORY}.api.{}:443", s.domain);
+    assert!(body.contains(&url), "{body}");
+    open
+}
 
-    // 7. The operator's own credential: mallory replaces its vCluster's admin kubeconfig with one
-    //    that reads the operator's ServiceAccount token from the operator's file system and skips
-    //    the server's certificate check, and runs an impostor of its API that logs what it gets.
-    //    (The impostor is placed by the platform's admin: a tenant's pod may no longer carry the
-    //    labels, step 3; this step proves the operator gives nothing away even if one did.)
+/// Step 7. The operator's own credential: mallory replaces its vCluster's admin kubeconfig with
+/// one that reads the operator's ServiceAccount token from the operator's file system and skips
+/// the server's certificate check, and an impostor of its API logs what it gets. (The impostor is
+/// placed by the platform's admin: a tenant's pod may not carry the API's labels, step 3; this
+/// step proves the operator gives nothing away even if one did.)
+async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Option<String> {
+    let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.ns);
     let admin = secrets
         .get(cp_names::ADMIN_SECRET)
         .await
         .expect("the admin kubeconfig");
-    let admin_text = String::from_utf8(
-        admin
-            .data
-            .as_ref()
-            .and_then(|d| d.get(cp_names::ADMIN_SECRET_KEY))
-            .expect("config")
-            .0
-            .clone(),
-    )
-    .expect("UTF-8");
-    let ca_line = admin_text
+    let admin = secret_text(&admin, cp_names::ADMIN_SECRET_KEY);
+    let ca_line = admin
         .lines()
         .find(|l| l.trim_start().starts_with("certificate-authority-data:"))
         .expect("the CA line")
-        .trim()
-        .to_owned();
+        .trim();
     let stealing = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{MALLORY}.api.{domain}:443\n    {ca_line}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    tokenFile: {TOKEN_FILE}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{MALLORY}.api.{domain}:443\n    {ca_line}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    tokenFile: {TOKEN_FILE}\n",
+        domain = s.domain
     );
-    let tls = std::env::temp_dir().join(format!("hostile-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&tls).expect("a temporary directory");
+    start_impostor(s, &secrets).await;
+    owner_writes_secret(
+        &s.env,
+        OWNER,
+        &s.ns,
+        cp_names::ADMIN_SECRET,
+        cp_names::ADMIN_SECRET_KEY,
+        &stealing,
+    );
+    // Each ask is a fresh reconcile; the operator's connections would be spread over the real
+    // API pod and the impostor.
+    let mut asked = 0;
+    let outcome = wait_for(
+        "the operator to refuse the planted admin kubeconfig (or to give its token away)",
+        Duration::from_secs(120),
+        || {
+            asked += 1;
+            async move {
+                request_reconcile(tenants, &format!("steal-{asked}")).await;
+                let logs = s.env.kubectl(&["-n", &s.ns, "logs", "api-impostor"], None);
+                let logs = String::from_utf8_lossy(&logs.stdout).into_owned();
+                if let Some(line) = logs.lines().find(|l| l.contains("authorization=\"Bearer ")) {
+                    let stolen = line.split("Bearer ").nth(1).unwrap_or_default().trim_end_matches('"');
+                    let can = kubectl_as(&s.env, As::Token(stolen), &["auth", "can-i", "--list"], None);
+                    return Some(Err(format!(
+                        "the impostor of {MALLORY}'s API received the operator's token; with it, on the host:\n{}",
+                        text(&can)
+                    )));
+                }
+                let t: Tenant = tenants.get(MALLORY).await.ok()?;
+                t.condition(conditions::API_REACHABLE)
+                    .filter(|c| c.reason == "AdminKubeconfigInvalid")
+                    .map(|c| Ok(c.message.clone()))
+            }
+        },
+    )
+    .await;
+    let refused = match outcome {
+        Err(e) => return Some(e),
+        Ok(refused) => refused,
+    };
+    // The first field it planted that the operator came to: the cluster's, then the user's.
+    assert!(
+        refused.contains("clusters[0].cluster.insecure-skip-tls-verify")
+            || refused.contains("users[0].user.tokenFile"),
+        "the refusal names a field the owner planted: {refused}"
+    );
+    let logs = s
+        .env
+        .kubectl_ok(&["-n", &s.ns, "logs", "api-impostor"], None);
+    assert!(
+        !logs.contains("Bearer"),
+        "the impostor got a token:\n{logs}"
+    );
+    None
+}
+
+/// The impostor of mallory's API: an HTTPS server with the API's labels (so the API Service
+/// sends it a share of the connections) that logs every Authorization header.
+async fn start_impostor(s: &Scene, secrets: &Api<Secret>) {
+    let dir = std::env::temp_dir().join(format!("hostile-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
     let made = Command::new("openssl")
         .args([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
         ])
-        .arg(format!("/CN={MALLORY}.api.{domain}"))
+        .arg(format!("/CN={MALLORY}.api.{}", s.domain))
         .arg("-keyout")
-        .arg(tls.join("tls.key"))
+        .arg(dir.join("tls.key"))
         .arg("-out")
-        .arg(tls.join("tls.crt"))
+        .arg(dir.join("tls.crt"))
         .output()
         .expect("openssl");
     assert!(
@@ -662,11 +596,11 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:serv
         "openssl: {}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let read = |f: &str| ByteString(std::fs::read(tls.join(f)).expect("the impostor's key pair"));
-    let impostor_tls = Secret {
-        metadata: kube::api::ObjectMeta {
+    let read = |f: &str| ByteString(std::fs::read(dir.join(f)).expect("the impostor's key pair"));
+    let tls = Secret {
+        metadata: ObjectMeta {
             name: Some("impostor-tls".into()),
-            ..Default::default()
+            ..ObjectMeta::default()
         },
         data: Some(
             [
@@ -677,16 +611,16 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:serv
         ),
         ..Secret::default()
     };
-    let _ = std::fs::remove_dir_all(&tls);
+    let _ = std::fs::remove_dir_all(&dir);
     secrets
-        .create(&PostParams::default(), &impostor_tls)
+        .create(&PostParams::default(), &tls)
         .await
         .expect("the impostor's certificate");
-    let impostor_pod: Pod = serde_json::from_value(json!({
+    let impostor: Pod = serde_json::from_value(json!({
         "metadata": {"name": "api-impostor", "labels": {"app": "vcluster", "release": cp_names::RELEASE}},
         "spec": {
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": nodes}]}]}}},
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": s.nodes}]}]}}},
             "securityContext": {"runAsNonRoot": true, "runAsUser": 65534},
             "containers": [{
                 "name": "impostor",
@@ -702,86 +636,28 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:serv
         },
     }))
     .expect("a valid pod");
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    pods.create(&PostParams::default(), &impostor_pod)
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), &s.ns);
+    pods.create(&PostParams::default(), &impostor)
         .await
         .expect("the impostor (as admin)");
     wait_pod_running(&pods, "api-impostor", Duration::from_secs(120)).await;
-    let patch = json!({"data": {cp_names::ADMIN_SECRET_KEY: ByteString(stealing.into_bytes())}});
-    let out = as_owner(
-        &env,
-        &[
-            "-n",
-            &ns,
-            "patch",
-            "secret",
-            cp_names::ADMIN_SECRET,
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "the owner may write its Secrets: {}",
-        text(&out)
-    );
-    // Only the first of these asks must be answered; each is a fresh reconcile, and the
-    // operator's connections are spread over the real API pod and the impostor.
-    let mut asked = 0;
-    let refused = wait_for(
-        "the operator to refuse the planted admin kubeconfig (or to give its token away)",
-        Duration::from_secs(120),
-        || {
-            asked += 1;
-            let request = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": format!("steal-{asked}")}}});
-            let (tenants, env) = (tenants.clone(), &env);
-            async move {
-                let _ = tenants.patch(MALLORY, &PatchParams::default(), &Patch::Merge(&request)).await;
-                let logs = env.kubectl(&["-n", &names::namespace(MALLORY), "logs", "api-impostor"], None);
-                let logs = String::from_utf8_lossy(&logs.stdout).into_owned();
-                if let Some(line) = logs.lines().find(|l| l.contains("authorization=\"Bearer ")) {
-                    let stolen = line.split("Bearer ").nth(1).unwrap_or_default().trim_end_matches('"').to_owned();
-                    let can = with_token(env, &stolen, &["auth", "can-i", "--list"], None);
-                    return Some(Err(format!(
-                        "the impostor of {MALLORY}'s API received the operator's token; with it, on the host:\n{}",
-                        text(&can)
-                    )));
-                }
-                let t: Tenant = tenants.get(MALLORY).await.ok()?;
-                t.condition(conditions::API_REACHABLE)
-                    .filter(|c| c.reason == "AdminKubeconfigInvalid")
-                    .map(|c| Ok(c.message.clone()))
-            }
-        },
-    )
-    .await;
-    match refused {
-        Err(e) => open.push(e),
-        Ok(refused) => {
-            // The first field it planted that the operator came to: the cluster's, then the user's.
-            assert!(
-                refused.contains("clusters[0].cluster.insecure-skip-tls-verify")
-                    || refused.contains("users[0].user.tokenFile"),
-                "the refusal names a field the owner planted: {refused}"
-            );
-            let logs = env.kubectl_ok(&["-n", &ns, "logs", "api-impostor"], None);
-            assert!(
-                !logs.contains("Bearer"),
-                "the impostor got a token:\n{logs}"
-            );
-        }
-    }
-    assert!(
-        open.is_empty(),
-        "{} attacks of {MALLORY}'s worked:\n\n{}",
-        open.len(),
-        open.join("\n\n")
-    );
+}
 
-    for name in [MALLORY, VICTIM] {
-        delete_tenant(&env, name).await;
-    }
+/// The text under `key` of a Secret.
+fn secret_text(secret: &Secret, key: &str) -> String {
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone());
+    String::from_utf8(bytes.unwrap_or_default()).expect("UTF-8")
+}
+
+/// Asks the operator to look at mallory's Tenant now (the operator does not watch Secrets).
+async fn request_reconcile(tenants: &Api<Tenant>, token: &str) {
+    let request = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}}});
+    let patched = tenants
+        .patch(MALLORY, &PatchParams::default(), &Patch::Merge(&request))
+        .await;
+    patched.expect("request a reconcile");
 }
