@@ -49,7 +49,7 @@ use kubespaces_acceptance::{
 use kubespaces_operator::{
     api::{SecretReference, Tenant},
     conditions::CONNECTION_SECRET_READY,
-    names,
+    kubeconfig, names,
     reconcile::connection,
 };
 use render::{
@@ -471,8 +471,15 @@ async fn a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_sec
     wait_ready(&tenants, name, Duration::from_secs(90)).await;
 
     // The tenant control plane publishes its kubeconfig (here the test does, in its place), and
-    // a reconcile is requested (the operator does not watch Secrets): the operator copies it.
-    let kubeconfig_text = b"apiVersion: v1\nkind: Config\n# xp-live\n";
+    // a reconcile is requested (the operator does not watch Secrets): the operator copies its CA
+    // and token, with the tenant's API URL.
+    let published = kubeconfig::tenant_kubeconfig(
+        "elsewhere",
+        "https://elsewhere.example.com:443",
+        "Q0E=",
+        "xp-live-token",
+    );
+    let kubeconfig_text = published.as_bytes();
     let source = Secret {
         metadata: ObjectMeta {
             name: Some("tenant-kubeconfig".into()),
@@ -525,7 +532,7 @@ async fn a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_sec
         None,
     ))
     .unwrap();
-    let r = render(&function, &xr, &[live], &[secret]);
+    let r = render(&function, &xr, &[live], std::slice::from_ref(&secret));
     assert_eq!(r.code, 0, "render failed:\n{}", r.stderr);
     assert_eq!(
         r.xr_condition("Ready"),
@@ -546,9 +553,18 @@ async fn a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_sec
         ),
         (&json!(LIVE_NS), &json!(format!("{name}-kubeconfig")))
     );
+    // The XR's Secret carries exactly the operator's copy: the tenant's CA and token.
     let copied: ByteString =
         serde_json::from_value(xr_secret["data"]["kubeconfig"].clone()).expect("data.kubeconfig");
-    assert_eq!(copied.0, kubeconfig_text);
+    let written: ByteString = serde_json::from_value(secret["data"]["kubeconfig"].clone())
+        .expect("the copy's kubeconfig");
+    assert_eq!(copied, written);
+    let credential = kubeconfig::parse(&String::from_utf8_lossy(&copied.0))
+        .expect("a kubeconfig as KubeSpaces writes them");
+    assert_eq!(
+        credential.auth,
+        kubeconfig::Auth::Token("xp-live-token".into())
+    );
     println!(
         "live Tenant {name}: XR Ready=True, status.tenant={}, connection Secret {LIVE_NS}/{name}-kubeconfig with the tenant kubeconfig",
         r.xr()["status"]["tenant"]
