@@ -432,7 +432,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_guards_deny_in_tenant_namespaces_only_and_fail_closed() {
+    fn every_guard_denies_in_tenant_namespaces_only_and_fails_closed() {
         for (policy, binding) in [
             role_binding_guard(),
             service_guard(),
@@ -469,6 +469,38 @@ mod tests {
     }
 
     #[test]
+    fn only_the_clusters_controllers_write_endpoints_and_control_plane_pods() {
+        let endpoints = endpoints_guard().0.spec.unwrap();
+        let rules = endpoints.match_constraints.unwrap().resource_rules.unwrap();
+        let resources: Vec<_> = rules
+            .iter()
+            .flat_map(|r| r.resources.clone().unwrap())
+            .collect();
+        assert_eq!(resources, ["endpoints", "endpointslices"]);
+        let conditions = endpoints.match_conditions.unwrap();
+        assert!(conditions[0].expression.contains("clusterrolebindings"));
+        for writer in ENDPOINTS_WRITERS {
+            assert!(
+                conditions[1].expression.contains(&format!("'{writer}'")),
+                "{writer}"
+            );
+        }
+        // Any other requester (the tenant's syncer, its owner) is refused.
+        assert_eq!(endpoints.validations.unwrap()[0].expression, "false");
+
+        let pods = control_plane_pod_guard().0.spec.unwrap();
+        let conditions = pods.match_conditions.unwrap();
+        assert!(conditions[1].expression.contains("statefulset-controller"));
+        let gains = &conditions[2].expression;
+        assert!(
+            gains.contains("object.metadata.labels['app'] == 'vcluster'")
+                && gains.contains("oldObject.metadata.labels['release'] == 'vcluster'")
+                && gains.contains("request.operation == 'CREATE'"),
+            "only a pod that gains the labels: {gains}"
+        );
+    }
+
+    #[test]
     fn the_role_binding_guard_names_everyone_and_foreign_accounts() {
         let spec = role_binding_guard().0.spec.unwrap();
         let variables = spec.variables.unwrap();
@@ -496,6 +528,12 @@ mod tests {
         let foreign = &variables[1].expression;
         assert!(
             foreign.contains("s.namespace != request.namespace") && !foreign.contains("__"),
+            "{foreign}"
+        );
+        // ...and a ServiceAccount of another namespace named as the User its tokens are.
+        assert!(
+            foreign.contains("s.kind == 'User' && s.name.startsWith('system:serviceaccount:')")
+                && foreign.contains("'system:serviceaccount:' + request.namespace + ':'"),
             "{foreign}"
         );
     }
