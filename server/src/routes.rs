@@ -23,7 +23,7 @@ use kube::{
 };
 use kubespaces_api::{
     api::{KUBECONFIG_SECRET_KEY, Tenant, TenantSpec},
-    kubeconfig::{self, KubeconfigError},
+    kubeconfig,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -310,15 +310,8 @@ pub async fn tenant_kubeconfig(
     // The tenant's owner may write that Secret: only its CA and token are handed on, with the
     // URL the operator published, in the one shape KubeSpaces writes (never an `exec`, a file
     // path, a proxy or another server, which would run on the machine of whoever uses it).
-    let server = tenant
-        .status
-        .as_ref()
-        .and_then(|s| s.endpoints.as_ref()?.api.clone())
-        .ok_or_else(not_ready)?;
-    let rebuilt = String::from_utf8(data.0)
-        .map_err(|e| KubeconfigError::Malformed(e.to_string()))
-        .and_then(|yaml| kubeconfig::rebuild(name, &server, &yaml))
-        .map_err(|e| {
+    let server = tenant.api_url().ok_or_else(not_ready)?;
+    let rebuilt = kubeconfig::rebuild(name, server, &data.0).map_err(|e| {
             warn!(caller = %caller.email, tenant = %name, error = %e, "refused to hand out the tenant kubeconfig");
             ApiError::Conflict(format!(
                 "the kubeconfig of tenant {name:?} cannot be handed out: {e}; KubeSpaces writes \

@@ -312,9 +312,11 @@ pub fn tenant_kubeconfig(name: &str, server: &str, ca_data: &str, token: &str) -
     .kubeconfig(name, server)
 }
 
-/// A kubeconfig read from where a tenant could have written it, rebuilt from its trusted parts
-/// for handing on: the server is `server`, whatever the file said; only a token is handed on.
-pub fn rebuild(name: &str, server: &str, yaml: &str) -> Result<String, KubeconfigError> {
+/// A kubeconfig read from where a tenant could have written it (a Secret's bytes), rebuilt from
+/// its trusted parts for handing on: the server is `server`, whatever the file said; only a
+/// token is handed on.
+pub fn rebuild(name: &str, server: &str, bytes: &[u8]) -> Result<String, KubeconfigError> {
+    let yaml = std::str::from_utf8(bytes).map_err(|e| KubeconfigError::Malformed(e.to_string()))?;
     let credential = parse(yaml)?;
     match credential.auth {
         Auth::Token(_) => Ok(credential.kubeconfig(name, server)),
@@ -385,14 +387,14 @@ users:
         let rebuilt = rebuild(
             "team-atlas",
             "https://right.example.com:443",
-            &k.replace("team-atlas.api", "evil"),
+            k.replace("team-atlas.api", "evil").as_bytes(),
         )
         .unwrap();
         assert!(
             rebuilt.contains("https://right.example.com:443") && !rebuilt.contains("evil"),
             "{rebuilt}"
         );
-        assert!(rebuild("a", "https://a", VCLUSTER_ADMIN).is_err());
+        assert!(rebuild("a", "https://a", VCLUSTER_ADMIN.as_bytes()).is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! ValidatingAdmissionPolicies that close what RBAC alone leaves open in a tenant namespace.
-//! The owner may write RoleBindings and Services there; these policies refuse the few shapes of
-//! them that would reach past the namespace. CEL, evaluated inside the API server: no webhook to
-//! run or to fail open.
+//! The owner may write RoleBindings, Services, Ingresses and pods there, and acts as its
+//! vCluster's syncer (which also writes Endpoints and routes); these policies refuse the few
+//! shapes of them that would reach past the namespace. CEL, evaluated inside the API server: no
+//! webhook to run or to fail open.
 
 use k8s_openapi::{
     api::admissionregistration::v1::{
@@ -292,14 +293,10 @@ pub fn route_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBin
 /// name one in every rule: an Ingress controller serves an Ingress without a host for every
 /// name, another tenant's and the platform's included. As [`route_guard`], for everyone.
 pub fn ingress_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
-    let rule_hosts =
-        "has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : '') : []";
-    let foreign = |list: &str| {
-        format!(
-            "({list}).filter(h, variables.domain == '' || h == '' || \
-             !h.lowerAscii().endsWith('.' + variables.domain))"
-        )
-    };
+    // A rule without a host is '' here, and refused.
+    let foreign_hosts = "(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : '') : [])\
+         .filter(h, variables.domain == '' || h == '' || !h.lowerAscii().endsWith('.' + variables.domain))"
+        .to_owned();
     // TLS hosts apart: a list of lists, and CEL here has no flatten.
     let tls_foreign = "has(object.spec.tls) ? object.spec.tls.exists(t, has(t.hosts) && \
          t.hosts.exists(h, variables.domain == '' || !h.lowerAscii().endsWith('.' + variables.domain))) : false"
@@ -310,7 +307,7 @@ pub fn ingress_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyB
         vec![],
         vec![
             variable("domain", apps_domain_of_namespace()),
-            variable("foreignHosts", foreign(rule_hosts)),
+            variable("foreignHosts", foreign_hosts),
             variable("foreignTls", tls_foreign),
         ],
         vec![

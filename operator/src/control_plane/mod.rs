@@ -385,7 +385,13 @@ impl ControlPlane {
         let now = Timestamp::now();
         let ca = match credential::ca_data(admin) {
             Ok(ca) => ca,
-            Err(m) => return unreachable("AdminKubeconfigInvalid", m),
+            Err(m) => {
+                let secret = names::ADMIN_SECRET;
+                let ns = crate::names::namespace(tenant);
+                let message =
+                    format!("the admin kubeconfig in Secret {ns}/{secret} cannot be used: {m}");
+                return unreachable("AdminKubeconfigInvalid", message);
+            }
         };
         // A kubeconfig is kept while its credential is young enough and it is exactly what the
         // operator writes, for the control plane's current CA (a control plane that lost its PKI

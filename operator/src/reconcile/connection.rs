@@ -141,11 +141,16 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Option<Desired>> {
             ),
         ));
     };
-    let server = public_api_url(tenant, &ctx.host.base_domain);
-    let rebuilt = String::from_utf8(source.0)
-        .map_err(|e| kubeconfig::KubeconfigError::Malformed(e.to_string()))
-        .and_then(|source| kubeconfig::rebuild(&name, &server, &source));
-    let kubeconfig = match rebuilt {
+    let server = tenant.api_url().map_or_else(
+        || {
+            format!(
+                "https://{}:443",
+                names::api_host(&name, &ctx.host.base_domain)
+            )
+        },
+        str::to_owned,
+    );
+    let kubeconfig = match kubeconfig::rebuild(&name, &server, &source.0) {
         Ok(k) => ByteString(k.into_bytes()),
         Err(e) => {
             return Ok(condition(
@@ -197,20 +202,6 @@ pub async fn ensure(tenant: &Tenant, ctx: &Context) -> Result<Option<Desired>> {
             target.namespace, target.name
         ),
     ))
-}
-
-/// The tenant's public API URL: as its status publishes it, else as the operator derives it.
-fn public_api_url(tenant: &Tenant, base_domain: &str) -> String {
-    tenant
-        .status
-        .as_ref()
-        .and_then(|s| s.endpoints.as_ref()?.api.clone())
-        .unwrap_or_else(|| {
-            format!(
-                "https://{}:443",
-                names::api_host(&tenant.name_any(), base_domain)
-            )
-        })
 }
 
 /// Removes the connection Secret written for the Tenant (teardown), and nothing else.

@@ -149,16 +149,12 @@ pub fn trusted_kubeconfig(
         secret: format!("{}/{}", r.namespace, r.name),
         reason,
     };
-    let server = tenant
-        .status
-        .as_ref()
-        .and_then(|s| s.endpoints.as_ref()?.api.clone())
-        .ok_or_else(|| {
-            refused(kubespaces_api::kubeconfig::KubeconfigError::Missing(
-                "public API URL in the tenant's status (status.endpoints.api)".into(),
-            ))
-        })?;
-    kubespaces_api::kubeconfig::rebuild(&name, &server, found).map_err(refused)
+    let server = tenant.api_url().ok_or_else(|| {
+        refused(kubespaces_api::kubeconfig::KubeconfigError::Missing(
+            "public API URL in the tenant's status (status.endpoints.api)".into(),
+        ))
+    })?;
+    kubespaces_api::kubeconfig::rebuild(&name, server, found.as_bytes()).map_err(refused)
 }
 
 #[tonic::async_trait]

@@ -196,6 +196,13 @@ impl Tenant {
         }
     }
 
+    /// The tenant's public API URL as the operator publishes it (`status.endpoints.api`), which
+    /// the doors put in the kubeconfigs they hand out. Of the roles the chart ships, only the
+    /// operator's may write `tenants/status`.
+    pub fn api_url(&self) -> Option<&str> {
+        self.status.as_ref()?.endpoints.as_ref()?.api.as_deref()
+    }
+
     /// The tenant's conditions, empty before the first reconcile.
     pub fn conditions(&self) -> &[Condition] {
         self.status
