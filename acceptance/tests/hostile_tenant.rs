@@ -37,6 +37,13 @@ use kubespaces_operator::{
 };
 use serde_json::json;
 
+#[path = "hostile_tenant/apps_certificate.rs"]
+mod apps_certificate;
+#[path = "hostile_tenant/operator_bounds.rs"]
+mod operator_bounds;
+#[path = "hostile_tenant/placement.rs"]
+mod placement;
+
 const READY_WITHIN: Duration = Duration::from_secs(300);
 const MALLORY: &str = "mallory";
 const OWNER: &str = "mallory@example.com";
@@ -109,6 +116,9 @@ async fn a_hostile_tenant_gets_nothing_beyond_its_namespace() {
     open.extend(host_side_guards(&scene));
     open.extend(planted_tenant_kubeconfig(&scene, &tenants).await);
     open.extend(operator_token_theft(&scene, &tenants).await);
+    open.extend(operator_bounds::stolen_operator_token(&scene));
+    open.extend(apps_certificate::planted_apps_certificate(&scene).await);
+    open.extend(placement::placement_and_volumes(&scene).await);
     assert!(
         open.is_empty(),
         "{} attacks of {MALLORY}'s worked:\n\n{}",

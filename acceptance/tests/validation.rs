@@ -162,6 +162,8 @@ fn cases() -> Vec<Case> {
 struct Rule {
     field: String,
     message: String,
+    /// A transition rule (it reads `oldSelf`): only an update can trip it.
+    transition: bool,
 }
 
 impl Rule {
@@ -186,7 +188,9 @@ async fn user_facing_rules(env: &Env) -> Vec<Rule> {
             .flatten()
         {
             let message = rule["message"].as_str().filter(|m| !m.is_empty());
+            let text = rule["rule"].as_str().unwrap_or_default();
             out.push(Rule {
+                transition: text.contains("oldSelf"),
                 field: field.to_owned(),
                 // Without a message the API server quotes the rule.
                 message: message
@@ -258,9 +262,17 @@ async fn invalid_tenants_are_refused_at_admission_with_the_field_named() {
         rules.iter().any(|r| r.field.is_empty()) && rules.iter().any(|r| r.field == "spec.owner"),
         "the walk found the rules on the object and under spec: {rules:#?}"
     );
+    // Transition rules refuse only updates: `the_owner_cannot_change` plays the one there is,
+    // and a new one fails here until it has such a test too.
+    let transitions: Vec<&str> = rules
+        .iter()
+        .filter(|r| r.transition)
+        .map(|r| r.field.as_str())
+        .collect();
+    assert_eq!(transitions, ["spec.owner"], "{rules:#?}");
     let untested: Vec<&Rule> = rules
         .iter()
-        .filter(|r| !errors.iter().any(|e| r.refused(e)))
+        .filter(|r| !r.transition && !errors.iter().any(|e| r.refused(e)))
         .collect();
     assert!(
         untested.is_empty(),
@@ -319,4 +331,46 @@ async fn an_update_to_an_invalid_value_is_refused_too() {
         "{err}"
     );
     env.kubectl_ok(&["delete", "tenant", "update-check", "--wait=false"], None);
+}
+
+/// The owner cannot change: the refusal names the field and says what to do instead.
+#[tokio::test]
+async fn the_owner_cannot_change() {
+    let env = Env::get();
+    env.apply(&tenant_yaml(
+        "owner-check",
+        "alice@example.com",
+        "1",
+        "1Gi",
+        None,
+    ));
+    let patch = r#"{"spec":{"owner":"mallory@example.com"}}"#;
+    let args = [
+        "patch",
+        "tenant",
+        "owner-check",
+        "--type=merge",
+        "-p",
+        patch,
+    ];
+    let out = env.kubectl(&args, None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("spec.owner")
+            && err.contains(kubespaces_operator::names::OWNER_IMMUTABLE_MESSAGE),
+        "{err}"
+    );
+    let owner = env.kubectl_ok(
+        &[
+            "get",
+            "tenant",
+            "owner-check",
+            "-o",
+            "jsonpath={.spec.owner}",
+        ],
+        None,
+    );
+    assert_eq!(owner, "alice@example.com");
+    env.kubectl_ok(&["delete", "tenant", "owner-check", "--wait=false"], None);
 }

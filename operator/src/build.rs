@@ -29,11 +29,15 @@ use kube::Resource;
 
 use crate::{api::Tenant, config::HostConfig, names};
 
+mod bounds;
 mod guards;
+mod placement;
+pub use bounds::{CHART_CLUSTER_ROLE_READS, operator_bounds};
 pub use guards::{
-    control_plane_pod_guard, endpoints_guard, ingress_guard, role_binding_guard, route_guard,
-    service_guard,
+    apps_certificate_guard, control_plane_pod_guard, endpoints_guard, ingress_guard,
+    role_binding_guard, route_guard, service_guard,
 };
+pub use placement::{placement_guard, volume_claim_guard};
 
 /// Labels on every object the operator creates for `tenant`.
 pub fn labels(tenant: &str) -> BTreeMap<String, String> {

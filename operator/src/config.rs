@@ -49,11 +49,11 @@ pub struct HostConfig {
         default_value = DEFAULT_BASE_DOMAIN
     )]
     pub base_domain: String,
-    /// Pod Security Standard enforced in tenant namespaces (privileged, baseline, restricted).
-    /// `privileged` enforces nothing: tenant pods may then run privileged, use host namespaces
-    /// and mount host paths, i.e. take over the node and every tenant on it; the operator logs
-    /// a warning at start-up when so configured.
-    #[arg(long, env = "KUBESPACES_POD_SECURITY", default_value = DEFAULT_POD_SECURITY, value_parser = ["privileged", "baseline", "restricted"])]
+    /// Pod Security Standard enforced in tenant namespaces (baseline or restricted).
+    /// `privileged` is not offered: it enforces nothing, so a tenant's pods could run
+    /// privileged, use host namespaces and mount host paths, i.e. take over the node and every
+    /// tenant on it (and the operator's bounds refuse such a namespace).
+    #[arg(long, env = "KUBESPACES_POD_SECURITY", default_value = DEFAULT_POD_SECURITY, value_parser = ["baseline", "restricted"])]
     pub pod_security: String,
     /// Version of the Pod Security Standards enforced and warned about (`v1.N`, or `latest`,
     /// which follows every cluster upgrade).
@@ -213,22 +213,6 @@ fn parse_ipv4_cidr(s: &str) -> Result<String, String> {
     Ok(format!("{address}/{prefix}"))
 }
 
-impl HostConfig {
-    /// What an operator should be told at start-up about this configuration.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if self.pod_security == "privileged" {
-            warnings.push(
-                "--pod-security=privileged: tenant namespaces enforce no Pod Security Standard, so \
-                 any tenant can run privileged pods, share the node's namespaces and mount its \
-                 files, i.e. take over the node and every tenant on it; use baseline or restricted"
-                    .to_owned(),
-            );
-        }
-        warnings
-    }
-}
-
 fn parse_quantity(s: &str) -> Result<String, String> {
     match crate::quantity::parse(s) {
         Ok(q) if q.is_positive() => Ok(s.to_owned()),
@@ -378,12 +362,12 @@ mod tests {
     }
 
     #[test]
-    fn privileged_pod_security_is_warned_about() {
-        assert!(HostConfig::default().warnings().is_empty());
-        let privileged = parse(&["--pod-security=privileged"]).unwrap();
-        let warnings = privileged.warnings();
-        assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("take over the node"), "{warnings:?}");
+    fn privileged_pod_security_is_refused() {
+        let refused = parse(&["--pod-security=privileged"])
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("baseline"), "{refused}");
+        assert!(parse(&["--pod-security=restricted"]).is_ok());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use kubespaces_operator::{
     metrics::Metrics,
 };
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::info;
 
 #[derive(Parser)]
 #[command(
@@ -90,9 +90,6 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Run(config) => {
             init_tracing();
-            for warning in config.host.warnings() {
-                warn!("{warning}");
-            }
             run(*config).await
         }
     }

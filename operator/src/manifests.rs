@@ -65,6 +65,14 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
     let (ingresses_policy, ingresses_binding) = build::ingress_guard();
     let (endpoints_policy, endpoints_binding) = build::endpoints_guard();
     let (pods_policy, pods_binding) = build::control_plane_pod_guard();
+    let (certificate_policy, certificate_binding) = build::apps_certificate_guard();
+    let (placement_policy, placement_binding) = build::placement_guard();
+    let (claims_policy, claims_binding) = build::volume_claim_guard();
+    let bounds = build::operator_bounds();
+    let bounds: Vec<&dyn erased::Yaml> = bounds
+        .iter()
+        .flat_map(|(p, b)| [p as &dyn erased::Yaml, b as &dyn erased::Yaml])
+        .collect();
     Ok(vec![
         (
             "tenant-finalizer-admission.yaml",
@@ -81,8 +89,10 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                 "Refuses, in tenant namespaces, RoleBindings that grant to everyone or to other \
                  namespaces' ServiceAccounts, Services with externalIPs, routes and Ingresses for \
                  hostnames outside the tenant's apps domain or attached to other namespaces' \
-                 Gateways, Endpoints and EndpointSlices not written by Kubernetes, and pods with \
-                 the labels of the tenant's control plane.",
+                 Gateways, Endpoints and EndpointSlices not written by Kubernetes, pods with \
+                 the labels of the tenant's control plane, the apps certificate written by \
+                 anyone but cert-manager, pods that tolerate more than node conditions or name \
+                 their node, and claims that name their volume.",
                 &[
                     &bindings_policy,
                     &bindings_binding,
@@ -96,7 +106,24 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                     &endpoints_binding,
                     &pods_policy,
                     &pods_binding,
+                    &certificate_policy,
+                    &certificate_binding,
+                    &placement_policy,
+                    &placement_binding,
+                    &claims_policy,
+                    &claims_binding,
                 ],
+            )?,
+        ),
+        (
+            "operator-bounds-admission.yaml",
+            render_all(
+                "the operator's bounds",
+                "Keeps the operator's own account inside tenant namespaces: namespaces, quotas, \
+                 limit ranges, network policies and role bindings only in kubespaces-tenant-*, \
+                 ClusterRoles and ClusterRoleBindings only the tenant control planes' own, by \
+                 name. RBAC cannot say this; a stolen operator token can do no more.",
+                &bounds,
             )?,
         ),
         (
@@ -183,29 +210,29 @@ mod tests {
     #[test]
     fn the_guards_ship_as_served_v1_policies_with_their_bindings() {
         let all = all().unwrap();
-        let (_, guards) = all
-            .iter()
-            .find(|(file, _)| *file == "tenant-guard-admission.yaml")
-            .unwrap();
-        let kinds: Vec<(String, String)> = serde_yaml::Deserializer::from_str(guards)
-            .map(|document| {
-                let v = serde_yaml::Value::deserialize(document).unwrap();
-                let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-                (field("apiVersion"), field("kind"))
-            })
-            .collect();
-        let v1 = "admissionregistration.k8s.io/v1".to_owned();
-        let policy = (v1.clone(), "ValidatingAdmissionPolicy".to_owned());
-        let binding = (v1, "ValidatingAdmissionPolicyBinding".to_owned());
-        assert_eq!(
-            kinds,
-            [policy, binding]
+        for (file, count) in [
+            ("tenant-guard-admission.yaml", 9),
+            ("operator-bounds-admission.yaml", 5),
+        ] {
+            let (_, guards) = all.iter().find(|(f, _)| *f == file).unwrap();
+            let kinds: Vec<(String, String)> = serde_yaml::Deserializer::from_str(guards)
+                .map(|document| {
+                    let v = serde_yaml::Value::deserialize(document).unwrap();
+                    let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+                    (field("apiVersion"), field("kind"))
+                })
+                .collect();
+            let v1 = "admissionregistration.k8s.io/v1".to_owned();
+            let policy = (v1.clone(), "ValidatingAdmissionPolicy".to_owned());
+            let binding = (v1, "ValidatingAdmissionPolicyBinding".to_owned());
+            let expected: Vec<_> = [policy, binding]
                 .iter()
                 .cycle()
-                .take(12)
+                .take(2 * count)
                 .cloned()
-                .collect::<Vec<_>>()
-        );
+                .collect();
+            assert_eq!(kinds, expected, "{file}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub const NAMESPACE_PREFIX: &str = "kubespaces-tenant-";
 /// names could share it).
 pub const CONTROL_PLANE_RELEASE: &str = "vcluster";
 /// The prefix of that ClusterRole's name before the tenant name.
-const CONTROL_PLANE_CLUSTER_ROLE_PREFIX: &str = "vc-vcluster-v-kubespaces-tenant-";
+pub const CONTROL_PLANE_CLUSTER_ROLE_PREFIX: &str = "vc-vcluster-v-kubespaces-tenant-";
 
 /// Longest tenant name for which every derived name still fits in a DNS label: the longest
 /// derived name is the vCluster chart's ClusterRole [`control_plane_cluster_role`].
@@ -24,6 +24,8 @@ pub const MAX_TENANT_NAME_LEN: usize = 63 - CONTROL_PLANE_CLUSTER_ROLE_PREFIX.le
 pub const NAME_LENGTH_RULE: &str = "self.metadata.name.size() <= 31";
 pub const NAME_LENGTH_MESSAGE: &str = "metadata.name must be at most 31 characters, so that every name derived from it fits in 63 (the longest is the tenant control plane's ClusterRole vc-vcluster-v-kubespaces-tenant-<name>)";
 pub const NAME_LABEL_RULE: &str = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')";
+/// Why `spec.owner` is immutable, and what to do instead (the CEL rule's message).
+pub const OWNER_IMMUTABLE_MESSAGE: &str = "spec.owner cannot change: an owner keeps what it could copy from the tenant namespace (the control plane's admin certificate cannot be revoked), so a tenant is never handed to someone else; create a new Tenant for the new owner and move the workloads";
 pub const NAME_LABEL_MESSAGE: &str = "metadata.name must be a DNS label: start with a lowercase letter, then lowercase letters, digits or '-', ending in a letter or digit";
 
 /// Label on every object the operator creates for a tenant, and on the namespace itself.
@@ -78,6 +80,12 @@ pub const ROUTE_GUARD: &str = "kubespaces-tenant-routes";
 pub const INGRESS_GUARD: &str = "kubespaces-tenant-ingresses";
 pub const ENDPOINTS_GUARD: &str = "kubespaces-tenant-endpoints";
 pub const CONTROL_PLANE_POD_GUARD: &str = "kubespaces-tenant-control-plane-pods";
+pub const APPS_CERTIFICATE_GUARD: &str = "kubespaces-tenant-apps-certificate";
+pub const PLACEMENT_GUARD: &str = "kubespaces-tenant-placement";
+pub const VOLUME_CLAIM_GUARD: &str = "kubespaces-tenant-volume-claims";
+/// The admission policies that keep the operator's own account inside tenant namespaces (one
+/// per kind it writes beyond them): `<prefix>namespaces`, `<prefix>clusterroles`, ...
+pub const OPERATOR_BOUNDS_PREFIX: &str = "kubespaces-operator-bounds-";
 
 /// The host namespace of a tenant.
 pub fn namespace(tenant: &str) -> String {

@@ -40,14 +40,16 @@ const STATEFULSET_WRITERS: [&str; 2] = [
     "system:kube-controller-manager",
     "system:serviceaccount:kube-system:statefulset-controller",
 ];
-/// True for requesters who may not create ClusterRoleBindings. Whoever may can already grant
-/// anyone anything cluster-wide, so the guard would stop nothing there; it would only get in the
-/// way of platform administrators, e.g. binding a CI ServiceAccount to read one Secret of a
-/// tenant namespace. Tenant owners hold no such right.
-const CLUSTER_WIDE_GRANTOR: &str = "!authorizer.group('rbac.authorization.k8s.io').resource('clusterrolebindings').check('create').allowed()";
+/// True for requesters who may not both create ClusterRoleBindings and bind every ClusterRole.
+/// Whoever may can already grant anyone anything cluster-wide, so the guard would stop nothing
+/// there; it would only get in the way of platform administrators, e.g. binding a CI
+/// ServiceAccount to read one Secret of a tenant namespace. Tenant owners hold no such right, and
+/// neither does the operator: it creates ClusterRoleBindings but may bind only its own two roles
+/// (and `bounds` pins which bindings), so these guards hold for its account too.
+const CLUSTER_WIDE_GRANTOR: &str = "!(authorizer.group('rbac.authorization.k8s.io').resource('clusterrolebindings').check('create').allowed() && authorizer.group('rbac.authorization.k8s.io').resource('clusterroles').check('bind').allowed())";
 
 /// Creates and updates of `group/resource` in namespaces that carry the tenant label.
-fn in_tenant_namespaces(group: &str, resource: &str) -> MatchResources {
+pub(super) fn in_tenant_namespaces(group: &str, resource: &str) -> MatchResources {
     MatchResources {
         namespace_selector: Some(LabelSelector {
             match_expressions: Some(vec![LabelSelectorRequirement {
@@ -69,18 +71,15 @@ fn in_tenant_namespaces(group: &str, resource: &str) -> MatchResources {
 }
 
 /// `['a', 'b']`, a CEL list of strings.
-fn cel_list(items: &[&str]) -> String {
+pub(super) fn cel_list(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|i| format!("'{i}'")).collect();
     format!("[{}]", quoted.join(", "))
 }
 
 /// Requests by none of `users` and by nobody who may grant as much cluster-wide anyway.
-fn requester_not_in(users: &[&str]) -> Vec<MatchCondition> {
+pub(super) fn requester_not_in(users: &[&str]) -> Vec<MatchCondition> {
     vec![
-        MatchCondition {
-            name: "requester-cannot-grant-cluster-wide".into(),
-            expression: CLUSTER_WIDE_GRANTOR.into(),
-        },
+        requester_cannot_grant_cluster_wide(),
         MatchCondition {
             name: "requester-is-no-controller-of-the-cluster".into(),
             expression: format!("!(request.userInfo.username in {})", cel_list(users)),
@@ -88,7 +87,15 @@ fn requester_not_in(users: &[&str]) -> Vec<MatchCondition> {
     ]
 }
 
-fn variable(name: &str, expression: String) -> Variable {
+/// Requests by nobody who may grant as much cluster-wide anyway ([`CLUSTER_WIDE_GRANTOR`]).
+pub(super) fn requester_cannot_grant_cluster_wide() -> MatchCondition {
+    MatchCondition {
+        name: "requester-cannot-grant-cluster-wide".into(),
+        expression: CLUSTER_WIDE_GRANTOR.into(),
+    }
+}
+
+pub(super) fn variable(name: &str, expression: String) -> Variable {
     Variable {
         name: name.into(),
         expression,
@@ -97,7 +104,11 @@ fn variable(name: &str, expression: String) -> Variable {
 
 /// A refusal: `expression` must hold; `message_expression` says what was refused and what to
 /// do instead (`message` is the fallback should that expression fail).
-fn deny_unless(expression: &str, message_expression: String, message: &str) -> Validation {
+pub(super) fn deny_unless(
+    expression: &str,
+    message_expression: String,
+    message: &str,
+) -> Validation {
     Validation {
         expression: expression.into(),
         message_expression: Some(message_expression),
@@ -107,7 +118,7 @@ fn deny_unless(expression: &str, message_expression: String, message: &str) -> V
 }
 
 /// The policy with `validations` over `matching`, and its binding (deny, everywhere it matches).
-fn policy(
+pub(super) fn policy(
     name: &str,
     matching: MatchResources,
     conditions: Vec<MatchCondition>,
@@ -170,10 +181,7 @@ pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPo
         names::ROLE_BINDING_GUARD,
         in_tenant_namespaces("rbac.authorization.k8s.io", "rolebindings"),
         vec![
-            MatchCondition {
-                name: "requester-cannot-grant-cluster-wide".into(),
-                expression: CLUSTER_WIDE_GRANTOR.into(),
-            },
+            requester_cannot_grant_cluster_wide(),
             // The operator binds its control-plane role to its own ServiceAccount (in the
             // platform's namespace) in each tenant namespace. Only it may: binding that role
             // takes `bind` on it or holding all of its permissions (RBAC escalation check).
@@ -414,6 +422,49 @@ pub fn control_plane_pod_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmiss
     )
 }
 
+/// The Secret the tenant's apps listener serves (`apps-tls`, written by cert-manager from the
+/// operator's Certificate for exactly `*.<tenant>.apps.<domain>`) is not the tenant's to write:
+/// the Gateway serves every listener's certificate from one store, by the name a client asks
+/// for, so a certificate the owner put there for another tenant's app names would be served to
+/// that tenant's users. Writers outside the tenant (cert-manager, a cluster admin) are left;
+/// the owner, and every ServiceAccount of a tenant namespace (its vCluster's syncer, tokens the
+/// owner mints), are refused. Deleting it stays allowed: cert-manager issues it again.
+pub fn apps_certificate_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let certificate = crate::control_plane::names::APPS_CERTIFICATE;
+    let tenant_accounts = format!("{SERVICE_ACCOUNT_USER_PREFIX}{}", names::NAMESPACE_PREFIX);
+    policy(
+        names::APPS_CERTIFICATE_GUARD,
+        in_tenant_namespaces("", "secrets"),
+        vec![
+            MatchCondition {
+                name: "the-apps-certificate".into(),
+                expression: format!("object.metadata.name == '{certificate}'"),
+            },
+            requester_cannot_grant_cluster_wide(),
+            // A ServiceAccount outside every tenant namespace is the platform's (cert-manager's).
+            MatchCondition {
+                name: "requester-is-the-tenants".into(),
+                expression: format!(
+                    "!request.userInfo.username.startsWith('{SERVICE_ACCOUNT_USER_PREFIX}') || \
+                     request.userInfo.username.startsWith('{tenant_accounts}')"
+                ),
+            },
+        ],
+        vec![],
+        vec![deny_unless(
+            "false",
+            format!(
+                "'Secret {certificate} refused for ' + request.userInfo.username + ': in a tenant \
+                 namespace the apps certificate is written by cert-manager only, for this \
+                 tenant\\'s apps domain, and renewed by it; delete the Secret to have it issued \
+                 again'"
+            ),
+            "in a tenant namespace the apps certificate (Secret apps-tls) is written by \
+             cert-manager only",
+        )],
+    )
+}
+
 /// The apps domain the operator wrote on the namespace ([`names::APPS_DOMAIN_ANNOTATION`]), or
 /// `''` (then every hostname is refused).
 fn apps_domain_of_namespace() -> String {
@@ -437,6 +488,9 @@ mod tests {
             ingress_guard(),
             endpoints_guard(),
             control_plane_pod_guard(),
+            apps_certificate_guard(),
+            crate::build::placement_guard(),
+            crate::build::volume_claim_guard(),
         ] {
             let spec = policy.spec.unwrap();
             assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));

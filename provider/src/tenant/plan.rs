@@ -10,7 +10,8 @@
 //!   from the name and are known as soon as the name is;
 //! * update → stable computed values (endpoints, kubeconfig, namespace) keep their prior
 //!   value; only `phase` becomes unknown, and only when the spec changes;
-//! * `name` forces replacement (Terraform ignores the path when the value did not change).
+//! * `name` and `owner` force replacement (Terraform ignores a path whose value did not
+//!   change); the API refuses a change of owner in place.
 //!
 //! `deletion_policy` and `wait_for_ready` are optional with a default: when the
 //! configuration leaves them out the default is planned (like terraform-plugin-framework's
@@ -49,7 +50,7 @@ fn plan_computed_of_new_tenant(planned: &mut Value) {
 }
 
 pub fn plan(prior: &Value, proposed: &Value, config: &Value) -> Plan {
-    let requires_replace = vec![AttrPath::root("name")];
+    let requires_replace = vec![AttrPath::root("name"), AttrPath::root("owner")];
     let mut planned = proposed.clone();
     apply_defaults(&mut planned, config);
 
@@ -71,7 +72,7 @@ pub fn plan(prior: &Value, proposed: &Value, config: &Value) -> Plan {
         }
     }
 
-    if planned.get("name") != prior.get("name") {
+    if planned.get("name") != prior.get("name") || planned.get("owner") != prior.get("owner") {
         // Replacement: everything computed belongs to the new tenant.
         plan_computed_of_new_tenant(&mut planned);
     } else if spec_changed(prior, &planned) {

@@ -143,7 +143,10 @@ fn removing_deletion_policy_from_the_file_goes_back_to_the_default() {
 fn name_change_forces_replacement_and_resets_computed_values() {
     let prior = state();
     let p = plan_for(&prior, &config(&[("name", Value::string("team-borealis"))]));
-    assert_eq!(p.requires_replace, vec![AttrPath::root("name")]);
+    assert_eq!(
+        p.requires_replace,
+        vec![AttrPath::root("name"), AttrPath::root("owner")]
+    );
     assert_eq!(
         p.planned.get("namespace"),
         &Value::string("kubespaces-tenant-team-borealis")
@@ -152,6 +155,18 @@ fn name_change_forces_replacement_and_resets_computed_values() {
     for a in ["phase", "api_endpoint", "apps_domain", "kubeconfig"] {
         assert!(p.planned.get(a).is_unknown(), "{a}");
     }
+}
+
+#[test]
+fn owner_change_forces_replacement_too() {
+    let prior = state();
+    let p = plan_for(
+        &prior,
+        &config(&[("owner", Value::string("bob@example.com"))]),
+    );
+    assert!(p.requires_replace.contains(&AttrPath::root("owner")));
+    assert!(p.planned.get("kubeconfig").is_unknown(), "a new tenant's");
+    assert_eq!(p.planned.get("id"), &Value::string("team-atlas"));
 }
 
 #[test]

@@ -31,8 +31,10 @@ use crate::names;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TenantSpec {
-    /// Email address of the person who owns the tenant.
+    /// Email address of the person who owns the tenant. It cannot change: an owner keeps what
+    /// it could copy from the tenant namespace, so a new owner gets a new Tenant.
     #[schemars(schema_with = "schema::owner_email")]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message(names::OWNER_IMMUTABLE_MESSAGE))]
     pub owner: String,
 
     /// The tenant's budget on the host: the hard limits of its quota.
