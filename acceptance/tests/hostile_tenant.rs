@@ -77,7 +77,8 @@ async fn a_hostile_tenant_gets_nothing_beyond_its_namespace() {
             delete_tenant(&env, name).await;
         }
         let owner = format!("{name}@example.com");
-        env.apply(&tenant_yaml(name, &owner, "2", "2Gi", None));
+        // Storage, so that a claim of mallory's meets the volume guard, not the quota (step 10).
+        env.apply(&tenant_yaml(name, &owner, "2", "2Gi", Some("3Gi")));
     }
     for name in [MALLORY, VICTIM] {
         wait_ready(&tenants, name, READY_WITHIN).await;

@@ -337,40 +337,23 @@ async fn an_update_to_an_invalid_value_is_refused_too() {
 #[tokio::test]
 async fn the_owner_cannot_change() {
     let env = Env::get();
-    env.apply(&tenant_yaml(
-        "owner-check",
-        "alice@example.com",
-        "1",
-        "1Gi",
-        None,
-    ));
+    // A name of this run's own: a run that failed here may have left its tenant behind.
+    let name = format!("owner-check-{}", std::process::id());
+    env.apply(&tenant_yaml(&name, "alice@example.com", "1", "1Gi", None));
     let patch = r#"{"spec":{"owner":"mallory@example.com"}}"#;
-    let args = [
-        "patch",
-        "tenant",
-        "owner-check",
-        "--type=merge",
-        "-p",
-        patch,
-    ];
+    let args = ["patch", "tenant", &name, "--type=merge", "-p", patch];
     let out = env.kubectl(&args, None);
     let err = String::from_utf8_lossy(&out.stderr);
+    let owner = env.kubectl_ok(
+        &["get", "tenant", &name, "-o", "jsonpath={.spec.owner}"],
+        None,
+    );
+    env.kubectl_ok(&["delete", "tenant", &name, "--wait=false"], None);
     assert!(
         !out.status.success()
             && err.contains("spec.owner")
             && err.contains(kubespaces_operator::names::OWNER_IMMUTABLE_MESSAGE),
         "{err}"
     );
-    let owner = env.kubectl_ok(
-        &[
-            "get",
-            "tenant",
-            "owner-check",
-            "-o",
-            "jsonpath={.spec.owner}",
-        ],
-        None,
-    );
     assert_eq!(owner, "alice@example.com");
-    env.kubectl_ok(&["delete", "tenant", "owner-check", "--wait=false"], None);
 }

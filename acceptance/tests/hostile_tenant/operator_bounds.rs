@@ -66,7 +66,9 @@ pub fn stolen_operator_token(s: &Scene) -> Vec<String> {
         "kubespaces-escape",
         "a ClusterRole of the operator's choosing",
     );
-    let disguised = names::control_plane_cluster_role(MALLORY);
+    // (A tenant that does not exist: mallory's own role exists, and a create of it would only
+    // say so.)
+    let disguised = names::control_plane_cluster_role("nobody");
     refused(
         &role(&disguised, "get, delete"),
         &bound("clusterroles"),

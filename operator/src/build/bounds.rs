@@ -234,7 +234,7 @@ fn cluster_name_refusal(kind: &str) -> Validation {
         refusal(
             &format!("'{kind} ' + request.name"),
             &format!(
-                "creates, changes and deletes only the tenant control planes' \
+                "creates, changes and deletes only those of tenant control planes, \
                  {}<tenant>",
                 names::CONTROL_PLANE_CLUSTER_ROLE_PREFIX
             ),
@@ -346,6 +346,22 @@ mod tests {
             assert_eq!(binding.spec.validation_actions, ["Deny"]);
             for v in spec.validations.unwrap() {
                 assert!(v.message_expression.unwrap().contains("operator"), "{name}");
+            }
+        }
+    }
+
+    /// Every message is one CEL expression: its quotes pair up (an apostrophe in the prose
+    /// must be escaped), or the API server refuses the policy.
+    #[test]
+    fn every_message_expression_quotes_its_strings() {
+        for (policy, _) in operator_bounds()
+            .into_iter()
+            .chain([super::super::apps_certificate_guard()])
+        {
+            for v in policy.spec.unwrap().validations.unwrap() {
+                let expression = v.message_expression.unwrap();
+                let unescaped = expression.replace("\\'", "").matches('\'').count();
+                assert_eq!(unescaped % 2, 0, "{expression}");
             }
         }
     }
