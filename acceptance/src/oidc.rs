@@ -13,6 +13,7 @@ use kube::{Api, Client, api::PostParams};
 use kubespaces_server::{
     auth::Verifier,
     config::Config,
+    public_url::PublicUrl,
     routes::{AppState, router},
     store::Tenants,
 };
@@ -181,6 +182,26 @@ pub async fn confirm_device_code(verification_url: &str, email: &str) -> String 
     page.text().await.unwrap()
 }
 
+/// Logs in as `email` on Dex's password page, the page `page` (reached by following the
+/// portal's `/login` with `browser`); returns the answer at the end of the redirects back.
+pub async fn log_in_on_dex(
+    browser: &reqwest::Client,
+    page: reqwest::Response,
+    email: &str,
+) -> reqwest::Response {
+    let url = page.url().clone();
+    let text = page.text().await.unwrap();
+    let (action, mut fields) = form(&text, &url);
+    fields.insert("login".into(), email.into());
+    fields.insert("password".into(), PASSWORD.into());
+    browser
+        .post(action)
+        .form(&fields)
+        .send()
+        .await
+        .expect("log in on Dex's page")
+}
+
 /// A Kubernetes client acting as the chart's `kubespaces-server` ServiceAccount, so the server
 /// under test has exactly the chart's rights.
 pub async fn server_account_client() -> Client {
@@ -232,7 +253,20 @@ impl Server {
         client: Client,
         jwks_min_refresh: Duration,
     ) -> Server {
-        let config = Config {
+        Server::start_with(issuer, client_id, client, jwks_min_refresh, |_| {}).await
+    }
+
+    /// Like [`Server::start`], with the settings `tweak` changes (the flags a test needs: the
+    /// pending-login bound, a public URL, ...). Without a `public_url` the server's own loopback
+    /// URL is its public URL, as for `kubespaces-server --listen 127.0.0.1:<port>`.
+    pub async fn start_with(
+        issuer: &str,
+        client_id: &str,
+        client: Client,
+        jwks_min_refresh: Duration,
+        tweak: impl FnOnce(&mut Config),
+    ) -> Server {
+        let mut config = Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             oidc_issuer: issuer.to_owned(),
             oidc_client_id: client_id.to_owned(),
@@ -242,8 +276,11 @@ impl Server {
             admin_group: Some(ADMIN_GROUP.into()),
             jwks_min_refresh_secs: jwks_min_refresh.as_secs(),
             public_url: None,
+            max_pending_logins: std::num::NonZeroUsize::new(10_000).expect("not zero"),
+            pending_login_ttl_secs: 300,
             oidc_leeway_secs: 5,
         };
+        tweak(&mut config);
         let verifier = Arc::new(Verifier::new(
             issuer,
             client_id,
@@ -255,14 +292,11 @@ impl Server {
         let tenants = Tenants::start(client.clone());
         assert!(tenants.ready().await, "the tenant cache fills");
         let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let state = AppState {
-            tenants,
-            client,
-            verifier,
-            portal: Arc::new(kubespaces_server::portal::Portal::new(None)),
-            config: Arc::new(config),
-        };
+        let bound = listener.local_addr().unwrap();
+        let url = format!("http://{bound}");
+        let public_url = PublicUrl::resolve(config.public_url.as_deref(), bound)
+            .unwrap_or_else(|e| panic!("the test server's public URL: {e}"));
+        let state = AppState::new(config, public_url, client, verifier, tenants);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router(state)).await;
         });

@@ -1,8 +1,8 @@
 //! OIDC ID token validation: the issuer's discovery document names its JWKS; a token is
 //! accepted only when its signature verifies with a key from that set under an allowed
-//! asymmetric algorithm, and its `iss`, `aud`, `exp` and `nbf` hold. The caller is the token's
-//! `email`, which must be verified (`email_verified: true`): it becomes the owner of what the
-//! caller creates, so an unverified address would let anyone claim anyone's tenants.
+//! asymmetric algorithm, and its `iss`, `aud`, `azp`, `exp` and `nbf` hold. The caller is the
+//! token's `email`, which must be verified (`email_verified: true`): it becomes the owner of
+//! what the caller creates, so an unverified address would let anyone claim anyone's tenants.
 //!
 //! Key rotation: a token signed with a key id the cached JWKS lacks triggers one refetch, at most
 //! once per `min_refresh`, so forged key ids cannot make the server hammer the issuer.
@@ -45,12 +45,33 @@ pub enum AuthError {
     KeyMismatch(String, Algorithm),
     #[error("token rejected: {0}")]
     Invalid(jsonwebtoken::errors::Error),
+    #[error("the token has {0} audiences and no azp claim")]
+    AzpMissing(usize),
+    #[error("the token was issued to client {0:?} (azp), not this one")]
+    AzpMismatch(String),
     #[error("the token has no email claim")]
     NoEmail,
     #[error("the token's email is not verified")]
     UnverifiedEmail,
     #[error("the issuer's keys could not be fetched: {0}")]
     Jwks(String),
+}
+
+/// OIDC Core §3.1.3.7 (4, 5): a token for several audiences must name the party it was issued
+/// to (`azp`), and that must be this client; a token that names one must name this client
+/// whatever its audiences. Without this, a token issued to another client that merely lists
+/// this one among its audiences (cross-client trust) would log its bearer in here.
+pub fn check_azp(
+    audiences: &[String],
+    azp: Option<&str>,
+    client_id: &str,
+) -> Result<(), AuthError> {
+    match azp {
+        Some(azp) if azp == client_id => Ok(()),
+        Some(other) => Err(AuthError::AzpMismatch(other.to_owned())),
+        None if audiences.len() > 1 => Err(AuthError::AzpMissing(audiences.len())),
+        None => Ok(()),
+    }
 }
 
 /// Who is calling.
@@ -70,8 +91,27 @@ impl Identity {
     }
 }
 
+/// `aud` is one string or an array of them (RFC 7519 §4.1.3).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Audience {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Audience::One(one) => vec![one],
+            Audience::Many(all) => all,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct Claims {
+    aud: Option<Audience>,
+    azp: Option<String>,
     email: Option<String>,
     email_verified: Option<bool>,
     #[serde(default)]
@@ -246,6 +286,8 @@ impl Verifier {
         let data =
             jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(AuthError::Invalid)?;
         let claims = data.claims;
+        let audiences = claims.aud.map(Audience::into_vec).unwrap_or_default();
+        check_azp(&audiences, claims.azp.as_deref(), &self.audience)?;
         let email = claims
             .email
             .filter(|e| !e.is_empty())
@@ -263,5 +305,51 @@ impl Verifier {
             groups: claims.groups,
             admin,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn azp_must_name_this_client_when_present_or_when_there_are_several_audiences() {
+        let me = "kubespaces";
+        let one = ["kubespaces".to_owned()];
+        let two = ["kubespaces".to_owned(), "other-app".to_owned()];
+        // One audience (already checked to be this client): azp optional, but if present, ours.
+        assert!(check_azp(&one, None, me).is_ok());
+        assert!(check_azp(&one, Some(me), me).is_ok());
+        assert!(matches!(
+            check_azp(&one, Some("other-app"), me),
+            Err(AuthError::AzpMismatch(c)) if c == "other-app"
+        ));
+        // Several audiences: azp required, and ours.
+        assert!(matches!(
+            check_azp(&two, None, me),
+            Err(AuthError::AzpMissing(2))
+        ));
+        assert!(check_azp(&two, Some(me), me).is_ok());
+        assert!(matches!(
+            check_azp(&two, Some("other-app"), me),
+            Err(AuthError::AzpMismatch(_))
+        ));
+        // Exact comparison: no prefixes, no case folding.
+        assert!(check_azp(&two, Some("kubespaces-evil"), me).is_err());
+        assert!(check_azp(&two, Some("KubeSpaces"), me).is_err());
+    }
+
+    #[test]
+    fn aud_is_read_as_one_string_or_an_array() {
+        let one: Claims = serde_json::from_str(r#"{"aud":"kubespaces"}"#).unwrap();
+        assert_eq!(
+            one.aud.map(Audience::into_vec),
+            Some(vec!["kubespaces".into()])
+        );
+        let many: Claims =
+            serde_json::from_str(r#"{"aud":["kubespaces","other-app"],"azp":"kubespaces"}"#)
+                .unwrap();
+        assert_eq!(many.aud.map(|a| a.into_vec().len()), Some(2));
+        assert_eq!(many.azp.as_deref(), Some("kubespaces"));
     }
 }

@@ -1,6 +1,6 @@
 //! The server's settings (flags, or the environment variables named after them).
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, num::NonZeroUsize};
 
 use clap::Parser;
 
@@ -41,10 +41,26 @@ pub struct Config {
     #[arg(long, env = "KUBESPACES_JWKS_MIN_REFRESH_SECS", default_value_t = 30)]
     pub jwks_min_refresh_secs: u64,
 
-    /// The portal's public URL (its OIDC redirect is <URL>/auth/callback). Default: the URL the
-    /// browser used (its Host header), which suits loopback; set it behind a proxy.
+    /// The portal's public URL, https (http only on loopback); its OIDC redirect URI is
+    /// <URL>/auth/callback. Required unless --listen is a loopback address, when it defaults to
+    /// http://<listen>. Never taken from a request (its Host header).
     #[arg(long, env = "KUBESPACES_PUBLIC_URL")]
     pub public_url: Option<String>,
+
+    /// Most portal logins begun (`/login`) and not yet finished that the server keeps; when
+    /// full, a new login evicts the oldest. Anyone can begin a login, so this bounds what they
+    /// can make the server hold.
+    #[arg(long, env = "KUBESPACES_MAX_PENDING_LOGINS", default_value = "10000")]
+    pub max_pending_logins: NonZeroUsize,
+
+    /// Time a user has to finish a portal login at the issuer, in seconds.
+    #[arg(
+        long,
+        env = "KUBESPACES_PENDING_LOGIN_TTL_SECS",
+        default_value_t = 300,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub pending_login_ttl_secs: u64,
 
     /// Clock skew tolerated on exp and nbf, in seconds.
     #[arg(long, env = "KUBESPACES_OIDC_LEEWAY_SECS", default_value_t = 30)]

@@ -20,6 +20,13 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A create of a name that is taken. One answer whoever holds the name (the caller, someone
+    /// the caller may not see, a tenant being deleted), so it tells no one whose it is.
+    #[error(
+        "tenant name {0:?} is not available: a tenant of that name exists (perhaps one you \
+         cannot see) or is being deleted; choose another name"
+    )]
+    NameTaken(String),
     #[error("{0}")]
     Invalid(String),
     /// The Kubernetes API refused or failed; its own words, with the HTTP status it gave.
@@ -35,7 +42,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::NameTaken(_) => StatusCode::CONFLICT,
             ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Kube { code, .. } => {
                 StatusCode::from_u16(*code).unwrap_or(StatusCode::BAD_GATEWAY)

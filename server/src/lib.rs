@@ -5,11 +5,19 @@
 //! - [`store`]: the watch cache of Tenants every read is served from, and its change feed.
 //! - [`routes`]: the HTTP API; every tenant is filtered by owner before it leaves the process.
 //! - [`portal`]: the web portal (server-rendered HTML, OIDC code flow with PKCE, session cookies).
+//! - [`pending`]: the bounded store of logins begun and not yet finished.
+//! - [`headers`]: the security headers every response carries (CSP, framing, HSTS, ...).
+//! - [`metrics`]: Prometheus metrics (`/metrics`, admins only).
+//! - [`public_url`]: the portal's public URL, the only source of its OIDC redirect URI.
 //! - [`config`]: command-line flags / environment.
 
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod headers;
+pub mod metrics;
+pub mod pending;
 pub mod portal;
+pub mod public_url;
 pub mod routes;
 pub mod store;

@@ -7,6 +7,7 @@ use clap::Parser;
 use kubespaces_server::{
     auth::Verifier,
     config::Config,
+    public_url::PublicUrl,
     routes::{AppState, router},
     store::Tenants,
 };
@@ -22,6 +23,14 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let config = Config::parse();
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (--listen)", config.listen))?;
+    // A missing or unusable --public-url stops the server here, before it serves anything.
+    let bound = listener
+        .local_addr()
+        .with_context(|| format!("no local address for {} (--listen)", config.listen))?;
+    let public_url = PublicUrl::resolve(config.public_url.as_deref(), bound)?;
     let client = kube::Client::try_default()
         .await
         .context("no Kubernetes configuration (KUBECONFIG or the in-cluster ServiceAccount)")?;
@@ -38,19 +47,13 @@ async fn main() -> anyhow::Result<()> {
         warn!(error = %e, "the OIDC issuer is not reachable yet; tokens are refused until it is");
     }
     let tenants = Tenants::start(client.clone());
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {} (--listen)", config.listen))?;
-    info!(listen = %config.listen, issuer = %config.oidc_issuer, "serving");
-    let state = AppState {
-        tenants,
-        client,
-        verifier,
-        portal: Arc::new(kubespaces_server::portal::Portal::new(
-            config.public_url.clone(),
-        )),
-        config: Arc::new(config),
-    };
+    info!(
+        listen = %bound,
+        public_url = public_url.as_str(),
+        issuer = %config.oidc_issuer,
+        "serving"
+    );
+    let state = AppState::new(config, public_url, client, verifier, tenants);
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown())
         .await

@@ -1,12 +1,17 @@
-//! The portal: server-rendered pages, no front-end build step. Login is the OIDC authorization
-//! code flow with PKCE (S256), state and nonce; the session lives on the server, the browser
-//! holds only its random id in an HttpOnly, Secure, SameSite=Lax cookie. Every form carries the
-//! session's CSRF token. The tenant page follows the live stream (EventSource) so its phase moves
-//! without a reload. Sessions are in memory: one replica, and a restart logs everyone out.
+//! The portal: server-rendered pages, no front-end build step. Login ([`login`]) is the OIDC
+//! authorization code flow with PKCE (S256), state and nonce; the session lives on the server,
+//! the browser holds only its random id in an HttpOnly, Secure, SameSite=Lax cookie. Every form
+//! carries the session's CSRF token. The tenant page follows the live stream (EventSource) so
+//! its phase moves without a reload. Sessions are in memory: one replica, and a restart logs
+//! everyone out. The one inline script and the one inline style are constants, so the
+//! Content-Security-Policy can allow exactly them by hash ([`crate::headers`]).
+
+mod login;
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    num::NonZeroUsize,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -17,21 +22,19 @@ use axum::{
     response::{Html, IntoResponse, Redirect, Response},
     routing::{get, post},
 };
-use base64::Engine;
 use kubespaces_api::api::Tenant;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use tracing::{info, warn};
 
 use crate::{
     auth::Identity,
-    error::ApiError,
+    metrics::Metrics,
+    pending::Pending,
+    public_url::PublicUrl,
     routes::{self, AppState, CreateTenant},
 };
 
 const SESSION_COOKIE: &str = "ks_session";
 const LOGIN_COOKIE: &str = "ks_login";
-const LOGIN_TTL: Duration = Duration::from_secs(600);
 
 struct Session {
     identity: Identity,
@@ -39,34 +42,14 @@ struct Session {
     expires: Instant,
 }
 
-struct PendingLogin {
-    verifier: String,
-    nonce: String,
-    redirect_uri: String,
-    created: Instant,
-}
-
-#[derive(Deserialize, Clone)]
-struct Endpoints {
-    authorization_endpoint: String,
-    token_endpoint: String,
-}
-
 pub struct Portal {
-    public_url: Option<String>,
+    public_url: PublicUrl,
+    login_ttl: Duration,
     sessions: Mutex<HashMap<String, Session>>,
-    logins: Mutex<HashMap<String, PendingLogin>>,
-    endpoints: tokio::sync::OnceCell<Endpoints>,
+    logins: Mutex<Pending<login::PendingLogin>>,
+    metrics: Arc<Metrics>,
+    endpoints: tokio::sync::OnceCell<login::Endpoints>,
     http: reqwest::Client,
-}
-
-fn random() -> String {
-    let mut bytes = [0u8; 32];
-    // The OS random source; without one no secure session can be made, so fail loudly.
-    if let Err(e) = getrandom::fill(&mut bytes) {
-        panic!("no OS random numbers for session ids: {e}");
-    }
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -85,11 +68,20 @@ fn set_cookie(name: &str, value: &str, max_age: u64) -> String {
 }
 
 impl Portal {
-    pub fn new(public_url: Option<String>) -> Portal {
+    /// `max_pending_logins` and `login_ttl` bound what unauthenticated `/login` requests can
+    /// make the server keep.
+    pub fn new(
+        public_url: PublicUrl,
+        max_pending_logins: NonZeroUsize,
+        login_ttl: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Portal {
         Portal {
-            public_url: public_url.map(|u| u.trim_end_matches('/').to_owned()),
+            public_url,
+            login_ttl,
             sessions: Mutex::new(HashMap::new()),
-            logins: Mutex::new(HashMap::new()),
+            logins: Mutex::new(Pending::new(max_pending_logins, login_ttl)),
+            metrics,
             endpoints: tokio::sync::OnceCell::new(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
@@ -99,29 +91,27 @@ impl Portal {
         }
     }
 
-    async fn endpoints(&self, issuer: &str) -> Result<Endpoints, ApiError> {
-        self.endpoints
-            .get_or_try_init(|| async {
-                let url = format!("{issuer}/.well-known/openid-configuration");
-                let fail = |e: reqwest::Error| {
-                    ApiError::Unavailable(format!("the OIDC issuer is not reachable: {e}"))
-                };
-                self.http
-                    .get(&url)
-                    .send()
-                    .await
-                    .map_err(fail)?
-                    .json()
-                    .await
-                    .map_err(fail)
-            })
-            .await
-            .cloned()
+    // A panic while a lock was held cannot leave these maps half-changed (no code under the
+    // locks panics), so a poisoned lock is used as it is rather than taking the portal down.
+    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_logins(&self) -> MutexGuard<'_, Pending<login::PendingLogin>> {
+        self.logins.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops expired pending logins, so the metrics read now are current.
+    pub fn expire_logins(&self) {
+        let mut logins = self.lock_logins();
+        let expired = logins.expire(Instant::now());
+        self.metrics.pending_logins_expired.inc_by(expired as u64);
+        self.metrics.pending_logins.set(logins.len() as i64);
     }
 
     fn session(&self, headers: &HeaderMap) -> Option<(Identity, String)> {
         let id = cookie(headers, SESSION_COOKIE)?;
-        let mut sessions = self.sessions.lock().ok()?;
+        let mut sessions = self.lock_sessions();
         match sessions.get(&id) {
             Some(s) if s.expires > Instant::now() => Some((s.identity.clone(), s.csrf.clone())),
             Some(_) => {
@@ -156,9 +146,9 @@ impl FromRequestParts<AppState> for Browser {
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home))
-        .route("/login", get(login))
-        .route("/auth/callback", get(callback))
-        .route("/logout", post(logout))
+        .route("/login", get(login::login))
+        .route("/auth/callback", get(login::callback))
+        .route("/logout", post(login::logout))
         .route("/tenants", post(create))
         .route("/tenants/{name}", get(tenant_page))
         .route("/tenants/{name}/kubeconfig", get(download))
@@ -173,7 +163,8 @@ fn esc(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#111;background:#fff;line-height:1.5}\
+/// The portal's one stylesheet, inline in every page; the CSP allows it by its hash.
+pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#111;background:#fff;line-height:1.5}\
 header{background:#123;color:#fff;padding:.75rem 1rem;display:flex;justify-content:space-between;align-items:center;flex-wrap:wrap}\
 header a,header button{color:#fff}main{max-width:60rem;margin:auto;padding:1rem}\
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem;border-bottom:1px solid #ccc}\
@@ -325,35 +316,38 @@ async fn tenant_page(
                 .into_response();
         }
     };
+    page(&name, Some(&b), &tenant_body(&name, &tenant)).into_response()
+}
+
+/// The tenant page follows the live stream with this script. It is a constant (the tenant's
+/// name reaches it through the `data-tenant` attribute, HTML-escaped) so the CSP can allow it by
+/// its hash and nothing else can run.
+pub const TENANT_SCRIPT: &str = "const p=document.getElementById('phase');\
+const es=new EventSource('/portal/events?name='+encodeURIComponent(p.dataset.tenant));\
+es.addEventListener('applied',e=>{const t=JSON.parse(e.data);const s=t.status||{};\
+p.textContent=s.phase||'Pending';\
+document.getElementById('api').textContent=(s.endpoints||{}).api||'';\
+document.getElementById('apps').textContent=(s.endpoints||{}).apps||'';\
+const c=(s.conditions||[]).find(c=>c.status!=='True'&&!['Reconciling','Stalled','Synced','Ready'].includes(c.type));\
+document.getElementById('waiting').textContent=c?('Waiting for '+c.type+': '+(c.message||c.reason)):'';});\
+es.addEventListener('deleted',()=>{p.textContent='Deleted';});";
+
+fn tenant_body(name: &str, tenant: &Tenant) -> String {
     let endpoints = tenant.status.as_ref().and_then(|s| s.endpoints.as_ref());
     let api = endpoints.and_then(|e| e.api.clone()).unwrap_or_default();
     let apps = endpoints.and_then(|e| e.apps.clone()).unwrap_or_default();
-    let n = esc(&name);
-    let body = format!(
-        "<h1>{n}</h1><p>Phase: <span class=\"phase\" id=\"phase\" aria-live=\"polite\">{}</span></p>\
+    let n = esc(name);
+    format!(
+        "<h1>{n}</h1><p>Phase: <span class=\"phase\" id=\"phase\" data-tenant=\"{n}\" aria-live=\"polite\">{}</span></p>\
 <p id=\"waiting\" aria-live=\"polite\"></p><p>API: <code id=\"api\">{}</code></p>\
 <p>Apps: <code id=\"apps\">{}</code></p><p>Owner: {}</p>\
 <p><a class=\"button\" id=\"kubeconfig\" href=\"/tenants/{n}/kubeconfig\" download=\"{n}.kubeconfig\">Download kubeconfig</a></p>\
-<p><a href=\"/\">All tenants</a></p>\
-<script>\
-const es=new EventSource('/portal/events?name='+encodeURIComponent({name_js}));\
-es.addEventListener('applied',e=>{{const t=JSON.parse(e.data);const s=t.status||{{}};\
-document.getElementById('phase').textContent=s.phase||'Pending';\
-document.getElementById('api').textContent=(s.endpoints||{{}}).api||'';\
-document.getElementById('apps').textContent=(s.endpoints||{{}}).apps||'';\
-const c=(s.conditions||[]).find(c=>c.status!=='True'&&!['Reconciling','Stalled','Synced','Ready'].includes(c.type));\
-document.getElementById('waiting').textContent=c?('Waiting for '+c.type+': '+(c.message||c.reason)):'';}});\
-es.addEventListener('deleted',()=>{{document.getElementById('phase').textContent='Deleted';}});\
-</script>",
-        esc(phase(&tenant)),
+<p><a href=\"/\">All tenants</a></p><script>{TENANT_SCRIPT}</script>",
+        esc(phase(tenant)),
         esc(&api),
         esc(&apps),
         esc(&tenant.spec.owner),
-        name_js = serde_json::to_string(&name)
-            .unwrap_or_default()
-            .replace('<', "\\u003c"),
-    );
-    page(&name, Some(&b), &body).into_response()
+    )
 }
 
 async fn download(State(state): State<AppState>, b: Browser, Path(name): Path<String>) -> Response {
@@ -387,187 +381,70 @@ async fn events(
     routes::changes_stream(&state, b.identity, q.name).into_response()
 }
 
-fn redirect_uri(state: &AppState, headers: &HeaderMap) -> String {
-    match &state.portal.public_url {
-        Some(url) => format!("{url}/auth/callback"),
-        None => {
-            let host = headers
-                .get(header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("127.0.0.1");
-            format!("http://{host}/auth/callback")
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use kubespaces_api::api::TenantSpec;
 
-async fn login(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let endpoints = state.portal.endpoints(state.verifier.issuer()).await?;
-    let (login_state, verifier, nonce) = (random(), random(), random());
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(Sha256::digest(verifier.as_bytes()));
-    let redirect = redirect_uri(&state, &headers);
-    if let Ok(mut logins) = state.portal.logins.lock() {
-        logins.retain(|_, l| l.created.elapsed() < LOGIN_TTL);
-        logins.insert(
-            login_state.clone(),
-            PendingLogin {
-                verifier,
-                nonce: nonce.clone(),
-                redirect_uri: redirect.clone(),
-                created: Instant::now(),
-            },
-        );
-    }
-    let mut url = reqwest::Url::parse(&endpoints.authorization_endpoint).map_err(|e| {
-        ApiError::Unavailable(format!(
-            "the issuer's authorization endpoint is invalid: {e}"
-        ))
-    })?;
-    url.query_pairs_mut()
-        .append_pair("response_type", "code")
-        .append_pair("client_id", &state.config.oidc_client_id)
-        .append_pair("redirect_uri", &redirect)
-        .append_pair("scope", &state.config.oidc_scopes.join(" "))
-        .append_pair("state", &login_state)
-        .append_pair("nonce", &nonce)
-        .append_pair("code_challenge", &challenge)
-        .append_pair("code_challenge_method", "S256");
-    Ok((
-        [(
-            header::SET_COOKIE,
-            set_cookie(LOGIN_COOKIE, &login_state, LOGIN_TTL.as_secs()),
-        )],
-        Redirect::to(url.as_str()),
-    )
-        .into_response())
-}
+    use super::*;
+    use crate::headers::{content_security_policy, csp_hash};
 
-#[derive(Deserialize)]
-struct Callback {
-    code: Option<String>,
-    state: Option<String>,
-    error: Option<String>,
-}
+    /// The text of every inline `<tag>…</tag>` in `html`.
+    fn inline(html: &str, tag: &str) -> Vec<String> {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        html.split(open.as_str())
+            .skip(1)
+            .map(|rest| {
+                rest.split(close.as_str())
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    }
 
-#[derive(Deserialize)]
-struct TokenResponse {
-    id_token: String,
-}
-
-async fn callback(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<Callback>,
-) -> Result<Response, ApiError> {
-    let refused = || ApiError::Forbidden("the login could not be completed; log in again".into());
-    if let Some(error) = q.error {
-        warn!(%error, "the issuer refused the login");
-        return Err(refused());
-    }
-    let (Some(code), Some(login_state)) = (q.code, q.state) else {
-        return Err(refused());
-    };
-    // The state must be the one this browser was given (login CSRF).
-    if cookie(&headers, LOGIN_COOKIE).as_deref() != Some(login_state.as_str()) {
-        return Err(refused());
-    }
-    let pending = state
-        .portal
-        .logins
-        .lock()
-        .ok()
-        .and_then(|mut l| l.remove(&login_state))
-        .filter(|l| l.created.elapsed() < LOGIN_TTL)
-        .ok_or_else(refused)?;
-    let endpoints = state.portal.endpoints(state.verifier.issuer()).await?;
-    let response = state
-        .portal
-        .http
-        .post(&endpoints.token_endpoint)
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", &pending.redirect_uri),
-            ("client_id", &state.config.oidc_client_id),
-            ("code_verifier", &pending.verifier),
-        ])
-        .send()
-        .await
-        .map_err(|e| ApiError::Unavailable(format!("the OIDC issuer is not reachable: {e}")))?;
-    if !response.status().is_success() {
-        warn!(status = %response.status(), "the code exchange failed");
-        return Err(refused());
-    }
-    let tokens: TokenResponse = response.json().await.map_err(|_| refused())?;
-    let identity = state.verifier.verify(&tokens.id_token).await.map_err(|e| {
-        info!(reason = %e, "refused a portal login token");
-        ApiError::Unauthorized
-    })?;
-    // The nonce ties the ID token to this login (replay).
-    let nonce = tokens
-        .id_token
-        .split('.')
-        .nth(1)
-        .and_then(|p| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(p)
-                .ok()
+    /// ` on<letters>=`: an inline event handler, which the CSP would block.
+    fn has_inline_handler(html: &str) -> bool {
+        html.match_indices(" on").any(|(at, _)| {
+            let rest = &html[at + 3..];
+            let letters = rest.chars().take_while(char::is_ascii_alphabetic).count();
+            letters > 0 && rest[letters..].starts_with('=')
         })
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|c| c.get("nonce").and_then(|n| n.as_str()).map(str::to_owned));
-    if nonce.as_deref() != Some(pending.nonce.as_str()) {
-        return Err(refused());
     }
-    let session = random();
-    let ttl = Duration::from_secs(8 * 3600);
-    if let Ok(mut sessions) = state.portal.sessions.lock() {
-        sessions.retain(|_, s| s.expires > Instant::now());
-        sessions.insert(
-            session.clone(),
-            Session {
-                identity: identity.clone(),
-                csrf: random(),
-                expires: Instant::now() + ttl,
+
+    #[test]
+    fn every_inline_script_and_style_is_allowed_by_the_csp() {
+        let browser = Browser {
+            identity: Identity {
+                email: "alice@example.com".into(),
+                groups: vec![],
+                admin: false,
             },
+            csrf: "token".into(),
+        };
+        let name = "team-<x>";
+        let tenant = Tenant::new(name, TenantSpec::new("alice@example.com", "1", "1Gi", None));
+        let welcome = page("Welcome", None, "<p>Log in</p>").0;
+        let tenant_page = page(name, Some(&browser), &tenant_body(name, &tenant)).0;
+        let csp = content_security_policy();
+        for html in [&welcome, &tenant_page] {
+            let (scripts, styles) = (inline(html, "script"), inline(html, "style"));
+            assert_eq!(styles, vec![STYLE]);
+            for source in scripts.iter().chain(&styles) {
+                assert!(
+                    csp.contains(&csp_hash(source)),
+                    "the CSP ({csp}) does not allow inline {source:?}"
+                );
+            }
+            assert!(!has_inline_handler(html), "{html}");
+            assert!(!html.contains(" style="), "{html}");
+            assert!(!html.contains("javascript:"), "{html}");
+        }
+        // The tenant page's one script, unchanged by the tenant; the name reaches it as data.
+        assert_eq!(inline(&tenant_page, "script"), vec![TENANT_SCRIPT]);
+        assert!(tenant_page.contains("data-tenant=\"team-&lt;x&gt;\""));
+        assert!(
+            has_inline_handler("<a onclick=\"x()\">"),
+            "the check itself"
         );
     }
-    info!(caller = %identity.email, "portal login");
-    let mut response = Redirect::to("/").into_response();
-    let headers = response.headers_mut();
-    for c in [
-        set_cookie(SESSION_COOKIE, &session, ttl.as_secs()),
-        set_cookie(LOGIN_COOKIE, "", 0),
-    ] {
-        if let Ok(v) = c.parse() {
-            headers.append(header::SET_COOKIE, v);
-        }
-    }
-    Ok(response)
-}
-
-#[derive(Deserialize)]
-struct LogoutForm {
-    csrf: String,
-}
-
-async fn logout(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    b: Browser,
-    Form(f): Form<LogoutForm>,
-) -> Response {
-    if f.csrf != b.csrf {
-        return (StatusCode::FORBIDDEN, "invalid form token: reload the page").into_response();
-    }
-    if let (Some(id), Ok(mut sessions)) = (
-        cookie(&headers, SESSION_COOKIE),
-        state.portal.sessions.lock(),
-    ) {
-        sessions.remove(&id);
-    }
-    (
-        [(header::SET_COOKIE, set_cookie(SESSION_COOKIE, "", 0))],
-        Redirect::to("/"),
-    )
-        .into_response()
 }

@@ -34,6 +34,9 @@ use crate::{
     auth::{Identity, Verifier},
     config::Config,
     error::ApiError,
+    metrics::Metrics,
+    portal::Portal,
+    public_url::PublicUrl,
     store::{Change, Tenants},
 };
 
@@ -46,7 +49,38 @@ pub struct AppState {
     pub client: Client,
     pub verifier: Arc<Verifier>,
     pub config: Arc<Config>,
-    pub portal: Arc<crate::portal::Portal>,
+    pub public_url: PublicUrl,
+    pub portal: Arc<Portal>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    /// The server's state from its settings; `public_url` is resolved from them by the caller
+    /// (it needs the bound address: [`PublicUrl::resolve`]).
+    pub fn new(
+        config: Config,
+        public_url: PublicUrl,
+        client: Client,
+        verifier: Arc<Verifier>,
+        tenants: Tenants,
+    ) -> AppState {
+        let metrics = Arc::new(Metrics::default());
+        let portal = Arc::new(Portal::new(
+            public_url.clone(),
+            config.max_pending_logins,
+            Duration::from_secs(config.pending_login_ttl_secs),
+            metrics.clone(),
+        ));
+        AppState {
+            tenants,
+            client,
+            verifier,
+            config: Arc::new(config),
+            public_url,
+            portal,
+            metrics,
+        }
+    }
 }
 
 /// The authenticated caller.
@@ -82,16 +116,20 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 pub fn router(state: AppState) -> Router {
+    let headers = crate::headers::layer(&state.public_url);
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/.well-known/kubespaces", get(well_known))
+        .route("/metrics", get(metrics))
         .route("/api/v1/tenants", get(list).post(create))
         .route("/api/v1/tenants/{name}", get(get_one).delete(delete))
         .route("/api/v1/tenants/{name}/kubeconfig", get(kubeconfig))
         .route("/api/v1/watch/tenants", get(watch))
         .merge(crate::portal::routes())
         .layer(middleware::from_fn(trace))
+        // Outermost, so no response escapes it (404s and 405s of the router included).
+        .layer(headers)
         .with_state(state)
 }
 
@@ -130,6 +168,29 @@ async fn well_known(State(state): State<AppState>) -> Json<serde_json::Value> {
         "clientId": state.config.oidc_client_id,
         "scopes": state.config.oidc_scopes,
     }))
+}
+
+/// The server's Prometheus metrics, for members of the admin group only: every endpoint but the
+/// probes and the login's own is authenticated, and these numbers are about the whole server.
+async fn metrics(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+) -> Result<Response, ApiError> {
+    if !caller.admin {
+        return Err(ApiError::Forbidden(
+            "the metrics are for members of the admin group (--admin-group)".into(),
+        ));
+    }
+    // Expired logins leave at the next login; drop them now so the gauge is current.
+    state.portal.expire_logins();
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.encode(),
+    )
+        .into_response())
 }
 
 /// A tenant as the API shows it: the Tenant object without the API server's bookkeeping.
@@ -215,10 +276,12 @@ pub async fn create_tenant(
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
+    // A taken name gets one answer, whoever holds it: GET, DELETE, kubeconfig and the stream
+    // answer "not found" for a tenant the caller may not see, and this must not undo that by
+    // saying whose it is. That a create of a taken name fails at all is the one signal left
+    // (docs/server-cli-portal.md says why it cannot go).
     let created = api.create(&params, &tenant).await.map_err(|e| match e {
-        kube::Error::Api(s) if s.code == 409 => {
-            ApiError::Conflict(format!("tenant {:?} already exists", body.name))
-        }
+        kube::Error::Api(s) if s.code == 409 => ApiError::NameTaken(body.name.clone()),
         other => ApiError::from(other),
     })?;
     info!(caller = %caller.email, tenant = %body.name, %owner, "created tenant");
