@@ -1,6 +1,8 @@
 //! The server's REST API, authenticated with the stored ID token. A token that is about to
 //! expire, or that the server refuses, is refreshed once with the refresh token and the new
-//! tokens are saved; only when that fails must the user log in again.
+//! tokens are saved; only when that fails must the user log in again. Every request, the one
+//! after a refresh included, goes to the server the login was issued for
+//! ([`Credentials::server_for`], checked when the session opens).
 
 use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
@@ -20,7 +22,7 @@ const REFRESH_MARGIN_SECS: i64 = 30;
 pub struct Session {
     http: reqwest::Client,
     credentials: Credentials,
-    /// `--server`, when it overrides the server of the login.
+    /// Where requests go: the server of the login, or `--server` when it is the same origin.
     server: String,
 }
 
@@ -64,16 +66,15 @@ enum Ask<'a> {
 }
 
 impl Session {
-    /// The stored login, refreshed first if it is about to expire.
+    /// The stored login, refreshed first if it is about to expire. Refuses, before any request,
+    /// a `--server` the login was not issued for.
     pub async fn open(server_override: Option<&str>) -> Result<Session> {
         let mut credentials = credentials::load()?;
+        let server = credentials.server_for(server_override)?;
         if credentials.expires_within(REFRESH_MARGIN_SECS) {
             credentials = login::refresh(&credentials).await?;
             credentials::save(&credentials)?;
         }
-        let server = server_override
-            .map(|s| s.trim_end_matches('/').to_owned())
-            .unwrap_or_else(|| credentials.server.clone());
         Ok(Session {
             http: reqwest::Client::new(),
             credentials,

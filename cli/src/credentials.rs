@@ -1,20 +1,24 @@
 //! The token file: `<config dir>/kubespaces/credentials.json` (`$KUBESPACES_CONFIG_DIR` overrides
-//! the directory), created 0600 and replaced atomically so a crash never leaves half a token.
+//! the directory), written 0600 and atomically ([`crate::private_file`]) so a crash never leaves
+//! half a token. The tokens go only to the server they were issued for ([`Credentials::server_for`]).
 
-use std::{
-    io::Write,
-    path::{Path, PathBuf},
-};
+use std::path::PathBuf;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CliError, Result};
+use crate::{
+    error::{CliError, Result},
+    origin::{self, Endpoint, Origin, UrlError},
+    private_file,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Credentials {
-    /// The KubeSpaces server these tokens are for.
+    /// The KubeSpaces server these tokens were issued for: the login's `--server`, normalised
+    /// (refreshing never changes it). Empty in a file that does not record one.
+    #[serde(default)]
     pub server: String,
     pub issuer: String,
     pub client_id: String,
@@ -49,6 +53,64 @@ impl Credentials {
     pub fn expires_within(&self, margin: i64) -> bool {
         let now = jiff::Timestamp::now().as_second();
         self.expires_at().is_none_or(|exp| exp - margin <= now)
+    }
+
+    /// The server requests with this login go to: `requested` (`--server`) when it has the origin
+    /// the tokens were issued for, else the recorded server. Checked before any request, so the
+    /// ID token (and, after a 401, its refreshed successor) never reaches another server: a
+    /// server that is not the issuing one could replay it against the issuing one.
+    pub fn server_for(&self, requested: Option<&str>) -> Result<String, ServerError> {
+        if self.server.is_empty() {
+            return Err(ServerError::NotRecorded {
+                requested: requested.map(str::to_owned),
+            });
+        }
+        let recorded = origin::checked(&self.server, Endpoint::StoredServer)?;
+        let Some(requested) = requested else {
+            return Ok(recorded);
+        };
+        let requested = origin::checked(requested, Endpoint::Server)?;
+        let same = matches!(
+            (Origin::of(&recorded), Origin::of(&requested)),
+            (Some(a), Some(b)) if a == b
+        );
+        if !same {
+            return Err(ServerError::Elsewhere {
+                issued_for: recorded,
+                requested,
+            });
+        }
+        Ok(requested)
+    }
+}
+
+/// Why the stored login is not used for a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(
+        "the stored login is for {issued_for}, not {requested}; its token goes only to the server \
+         it was issued for: to use {requested}, run `kubespaces login --server {requested}`"
+    )]
+    Elsewhere {
+        issued_for: String,
+        requested: String,
+    },
+    /// A file that records no server: its tokens are not sent anywhere.
+    #[error("{}", not_recorded(requested.as_deref()))]
+    NotRecorded { requested: Option<String> },
+    #[error(transparent)]
+    Url(#[from] UrlError),
+}
+
+fn not_recorded(requested: Option<&str>) -> String {
+    match requested {
+        Some(server) => format!(
+            "not logged in to {server}: the stored login does not record which server it was \
+             issued for, so its token is not sent there: run `kubespaces login --server {server}`"
+        ),
+        None => "not logged in: the stored login does not record which server it was issued \
+                 for: run `kubespaces login --server URL`"
+            .into(),
     }
 }
 
@@ -93,7 +155,7 @@ pub fn save(credentials: &Credentials) -> Result<()> {
     let path = path()?;
     let text = serde_json::to_string_pretty(credentials)
         .map_err(|e| CliError::Other(format!("cannot encode the credentials: {e}")))?;
-    write_private(&path, text.as_bytes())
+    Ok(private_file::write(&path, text.as_bytes())?)
 }
 
 /// Removes the token file; true if there was one.
@@ -107,26 +169,6 @@ pub fn remove() -> Result<bool> {
             path.display()
         ))),
     }
-}
-
-/// Writes `bytes` to `path` with mode 0600 via a temporary file in the same directory.
-pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    let fail = |e: std::io::Error| CliError::Other(format!("cannot write {}: {e}", path.display()));
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&tmp).map_err(fail)?;
-    file.write_all(bytes).map_err(fail)?;
-    file.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
 }
 
 #[cfg(test)]
@@ -164,13 +206,82 @@ mod tests {
         );
     }
 
+    fn login(server: &str) -> Credentials {
+        Credentials {
+            server: server.into(),
+            issuer: "https://dex.example.com".into(),
+            client_id: "kubespaces".into(),
+            id_token: "t".into(),
+            refresh_token: None,
+        }
+    }
+
     #[test]
-    fn private_files_are_0600() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/credentials.json");
-        write_private(&path, b"{}").unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+    fn the_token_goes_only_to_the_origin_it_was_issued_for() {
+        let c = login("https://kubespaces.example.com");
+        assert_eq!(
+            c.server_for(None).unwrap(),
+            "https://kubespaces.example.com"
+        );
+        // The same origin, spelt differently, is the same server.
+        assert_eq!(
+            c.server_for(Some("https://KubeSpaces.example.com:443/"))
+                .unwrap(),
+            "https://kubespaces.example.com"
+        );
+        for other in [
+            "https://evil.example.com",
+            "https://kubespaces.example.com:8443",
+            "http://127.0.0.1",
+            "https://kubespaces.example.com.evil.com",
+        ] {
+            let e = c.server_for(Some(other)).unwrap_err();
+            assert!(matches!(e, ServerError::Elsewhere { .. }), "{other}: {e}");
+        }
+        let e = c.server_for(Some("https://evil.example.com")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the stored login is for https://kubespaces.example.com, not https://evil.example.com; \
+             its token goes only to the server it was issued for: to use https://evil.example.com, \
+             run `kubespaces login --server https://evil.example.com`"
+        );
+        // Loopback ports are servers of their own too.
+        let local = login("http://127.0.0.1:8080");
+        assert!(local.server_for(Some("http://127.0.0.1:9")).is_err());
+        assert!(local.server_for(Some("http://127.0.0.1:8080/")).is_ok());
+    }
+
+    #[test]
+    fn a_login_that_records_no_server_is_used_for_none() {
+        let old: Credentials = serde_json::from_str(
+            r#"{"issuer": "https://dex.example.com", "clientId": "c", "idToken": "t"}"#,
+        )
+        .unwrap();
+        let e = old
+            .server_for(Some("https://kubespaces.example.com"))
+            .unwrap_err();
+        assert!(matches!(e, ServerError::NotRecorded { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("run `kubespaces login --server https://kubespaces.example.com`"),
+            "{e}"
+        );
+        assert!(matches!(
+            old.server_for(None),
+            Err(ServerError::NotRecorded { requested: None })
+        ));
+    }
+
+    #[test]
+    fn a_stored_plain_http_server_is_refused() {
+        let c = login("http://kubespaces.example.com");
+        assert!(matches!(
+            c.server_for(None),
+            Err(ServerError::Url(UrlError::NotHttps { .. }))
+        ));
+        assert!(matches!(
+            c.server_for(Some("http://kubespaces.example.com")),
+            Err(ServerError::Url(UrlError::NotHttps { .. }))
+        ));
     }
 }

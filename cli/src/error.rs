@@ -1,4 +1,8 @@
 //! Errors, each printed as one line, and the exit code each maps to (documented in `--help`).
+//! Modules with errors of their own ([`crate::credentials::ServerError`],
+//! [`crate::origin::UrlError`], ...) convert into [`CliError`], which decides the exit code.
+
+use crate::credentials::ServerError;
 
 /// Exit codes. Stable: scripts depend on them.
 pub mod exit {
@@ -23,6 +27,9 @@ pub mod exit {
     pub const NOT_READY: i32 = 9;
     /// The server refused the action (403).
     pub const FORBIDDEN: i32 = 10;
+    /// The stored login is for another server (--server, KUBESPACES_SERVER): its token was not
+    /// sent.
+    pub const OTHER_SERVER: i32 = 11;
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -37,7 +44,8 @@ Exit codes:
   7   invalid input refused by the server (name, quantity)
   8   --wait timed out, or the tenant failed
   9   tenant has no kubeconfig yet (not Ready)
-  10  not allowed";
+  10  not allowed
+  11  the stored login is for another server (run: kubespaces login --server URL)";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -65,6 +73,15 @@ pub enum CliError {
     Forbidden(String),
     #[error("{0}")]
     Other(String),
+    #[error(transparent)]
+    Server(#[from] crate::credentials::ServerError),
+    /// A URL a token would travel to that is refused (plain http, not a URL).
+    #[error(transparent)]
+    Url(#[from] crate::origin::UrlError),
+    #[error(transparent)]
+    Write(#[from] crate::private_file::WriteError),
+    #[error(transparent)]
+    Conflict(#[from] crate::kubeconfig::Conflict),
 }
 
 impl CliError {
@@ -78,7 +95,11 @@ impl CliError {
             CliError::Timeout(_) => exit::TIMEOUT,
             CliError::NotReady(_) => exit::NOT_READY,
             CliError::Forbidden(_) => exit::FORBIDDEN,
-            CliError::Other(_) => exit::ERROR,
+            CliError::Server(ServerError::Elsewhere { .. }) => exit::OTHER_SERVER,
+            // No server recorded: not logged in to any.
+            CliError::Server(ServerError::NotRecorded { .. }) => exit::NOT_LOGGED_IN,
+            CliError::Server(ServerError::Url(_)) | CliError::Url(_) => exit::ERROR,
+            CliError::Write(_) | CliError::Conflict(_) | CliError::Other(_) => exit::ERROR,
         }
     }
 
@@ -92,3 +113,20 @@ impl CliError {
 }
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_server_has_an_exit_code_of_its_own() {
+        let elsewhere = CliError::from(ServerError::Elsewhere {
+            issued_for: "https://a.example.com".into(),
+            requested: "https://b.example.com".into(),
+        });
+        assert_eq!(elsewhere.exit_code(), exit::OTHER_SERVER);
+        let unrecorded = CliError::from(ServerError::NotRecorded { requested: None });
+        assert_eq!(unrecorded.exit_code(), exit::NOT_LOGGED_IN);
+        assert!(EXIT_CODES_HELP.contains("\n  11  the stored login is for another server"));
+    }
+}

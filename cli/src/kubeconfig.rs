@@ -2,13 +2,18 @@
 //! tenant, go into the user's kubeconfig. Every other entry, comment and blank line stays byte for
 //! byte: the file is edited as text, one list item at a time (the layout kubectl writes). A file
 //! laid out otherwise (flow style, JSON) is rewritten as a whole instead, which keeps every entry
-//! but not its formatting; the result is checked against the original either way.
+//! but not its formatting; the result is checked against the original either way. An entry of the
+//! tenant's name that kubespaces did not write is never replaced without `--force` ([`Conflict`]):
+//! a tenant called `prod` must not take over the user's own `prod` context.
 
 use std::path::{Path, PathBuf};
 
 use serde_yaml::{Mapping, Value};
 
 use crate::error::{CliError, Result};
+
+mod ownership;
+pub use ownership::Conflict;
 
 const SECTIONS: [(&str, &str); 3] = [
     ("clusters", "cluster"),
@@ -93,9 +98,10 @@ pub fn tenant_entries(tenant_kubeconfig: &str, name: &str) -> Result<Vec<(&'stat
     ])
 }
 
-/// `existing` (a kubeconfig file's text, possibly empty) with the tenant's entries added or
-/// replaced.
-pub fn merge(existing: &str, tenant_kubeconfig: &str, name: &str) -> Result<String> {
+/// `existing` (a kubeconfig file's text, possibly empty) with the tenant's entries added, or
+/// replacing the ones an earlier merge wrote; entries of that name kubespaces did not write are
+/// replaced only with `force`, else nothing is merged ([`Conflict`]).
+pub fn merge(existing: &str, tenant_kubeconfig: &str, name: &str, force: bool) -> Result<String> {
     let entries = tenant_entries(tenant_kubeconfig, name)?;
     if existing.trim().is_empty() {
         let mut config = Mapping::new();
@@ -112,6 +118,14 @@ pub fn merge(existing: &str, tenant_kubeconfig: &str, name: &str) -> Result<Stri
             "the kubeconfig to merge into is not valid YAML: {e}"
         ))
     })?;
+    let foreign = ownership::foreign(&original, &entries, name);
+    if !force && !foreign.is_empty() {
+        return Err(Conflict {
+            tenant: name.to_owned(),
+            entries: foreign,
+        }
+        .into());
+    }
     let merged = match merge_text(existing, &entries, name) {
         Some(text) if check(&original, &text, &entries, name) => text,
         _ => rewrite(&original, &entries, name)?,
@@ -325,7 +339,8 @@ users:
 
     #[test]
     fn merging_keeps_every_other_line_byte_for_byte() {
-        let merged = merge(EXISTING, TENANT, "team-atlas").unwrap();
+        // EXISTING's team-atlas cluster is not one kubespaces wrote (another server): --force.
+        let merged = merge(EXISTING, TENANT, "team-atlas", true).unwrap();
         // Every line of the original, except the old team-atlas cluster, in order.
         let old_entry = [
             "- cluster:",
@@ -365,8 +380,8 @@ users:
             v["current-context"], "prod",
             "the current context is the user's choice"
         );
-        // Merging twice changes nothing.
-        assert_eq!(merge(&merged, TENANT, "team-atlas").unwrap(), merged);
+        // Merging twice changes nothing, and needs no --force: the entries are kubespaces' now.
+        assert_eq!(merge(&merged, TENANT, "team-atlas", false).unwrap(), merged);
     }
 
     #[test]
@@ -375,7 +390,7 @@ users:
             "    token: secret-token\n",
             "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh}\n",
         );
-        let e = merge(EXISTING, &planted, "team-atlas")
+        let e = merge(EXISTING, &planted, "team-atlas", true)
             .unwrap_err()
             .to_string();
         assert!(
@@ -386,7 +401,7 @@ users:
 
     #[test]
     fn an_empty_file_gets_a_complete_kubeconfig() {
-        let merged = merge("", TENANT, "team-atlas").unwrap();
+        let merged = merge("", TENANT, "team-atlas", false).unwrap();
         let v: Value = serde_yaml::from_str(&merged).unwrap();
         assert_eq!(v["current-context"], "team-atlas");
         assert!(entry(&v, "clusters", "team-atlas").is_some());
@@ -395,7 +410,7 @@ users:
     #[test]
     fn flow_style_files_are_rewritten_without_losing_entries() {
         let existing = r#"{"apiVersion":"v1","kind":"Config","clusters":[{"name":"a","cluster":{"server":"https://a"}}],"contexts":[],"users":[]}"#;
-        let merged = merge(existing, TENANT, "t").unwrap();
+        let merged = merge(existing, TENANT, "t", false).unwrap();
         let v: Value = serde_yaml::from_str(&merged).unwrap();
         assert!(entry(&v, "clusters", "a").is_some());
         assert!(entry(&v, "clusters", "t").is_some());

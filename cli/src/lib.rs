@@ -1,7 +1,10 @@
 //! `kubespaces`, the command-line door into KubeSpaces: log in with OIDC (device authorization
 //! grant), then create, inspect, wait for and delete tenants and fetch their kubeconfig.
 //!
-//! - [`credentials`]: the token file (0600, under the user's config directory).
+//! - [`credentials`]: the token file (0600, under the user's config directory), and the one
+//!   server its tokens may go to.
+//! - [`origin`]: https only (but for loopback), and servers compared by origin.
+//! - [`private_file`]: 0600 files written atomically, never through a planted link.
 //! - [`login`]: the device flow and refreshing tokens.
 //! - [`client`]: the server's REST API and live stream.
 //! - [`kubeconfig`]: merging a tenant kubeconfig into the user's, leaving every other entry alone.
@@ -13,4 +16,6 @@ pub mod credentials;
 pub mod error;
 pub mod kubeconfig;
 pub mod login;
+pub mod origin;
 pub mod output;
+pub mod private_file;

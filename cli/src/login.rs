@@ -1,7 +1,9 @@
 //! Logging in: the server's well-known document names the issuer, client id and scopes; the
 //! issuer's discovery document names its device authorization and token endpoints; the device
 //! authorization grant (RFC 8628, via the `oauth2` crate) turns a code the user confirms in a
-//! browser into an ID token and a refresh token.
+//! browser into an ID token and a refresh token. Every one of those URLs must be https (but for
+//! loopback, see [`crate::origin`]) before the CLI sends it anything: they receive the device
+//! code and the refresh token.
 
 use std::time::Duration;
 
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     credentials::Credentials,
     error::{CliError, Result},
+    origin::{self, Endpoint, UrlError},
 };
 
 /// The OIDC extra of a token response: the ID token the server authenticates.
@@ -57,6 +60,26 @@ struct Discovery {
     token_endpoint: String,
     #[serde(default)]
     device_authorization_endpoint: Option<String>,
+}
+
+impl Discovery {
+    /// Refuses endpoints a code or token must not travel to. The device endpoint is checked
+    /// where it is used (only the login needs it; a refresh must not fail over it).
+    fn checked_token_endpoint(self) -> Result<Discovery, UrlError> {
+        origin::checked(&self.token_endpoint, Endpoint::Token)?;
+        Ok(self)
+    }
+
+    /// Where the device flow starts, if the issuer offers it over https (or loopback).
+    fn device_endpoint(&self, issuer: &str) -> Result<String> {
+        let url = self.device_authorization_endpoint.clone().ok_or_else(|| {
+            CliError::Other(format!(
+                "the issuer {issuer} does not offer the device authorization grant"
+            ))
+        })?;
+        origin::checked(&url, Endpoint::DeviceAuthorization)?;
+        Ok(url)
+    }
 }
 
 /// An HTTP client that follows no redirects (the OAuth2 endpoints must answer themselves).
@@ -104,11 +127,13 @@ pub async fn server_settings(http: &reqwest::Client, server: &str) -> Result<Ser
 }
 
 async fn discover(http: &reqwest::Client, issuer: &str) -> Result<Discovery> {
+    origin::checked(issuer, Endpoint::Issuer)?;
     let url = format!(
         "{}/.well-known/openid-configuration",
         issuer.trim_end_matches('/')
     );
-    get_json(http, "the OIDC issuer", &url).await
+    let discovery: Discovery = get_json(http, "the OIDC issuer", &url).await?;
+    Ok(discovery.checked_token_endpoint()?)
 }
 
 fn url_error(e: impl std::fmt::Display) -> CliError {
@@ -163,15 +188,11 @@ pub struct Prompt {
 
 /// The device flow: asks for a code, hands it to `show`, and polls until the user confirmed it.
 pub async fn device_login(server: &str, show: impl FnOnce(&Prompt)) -> Result<Credentials> {
+    let server = origin::checked(server, Endpoint::Server)?;
     let http = http();
-    let settings = server_settings(&http, server).await?;
+    let settings = server_settings(&http, &server).await?;
     let discovery = discover(&http, &settings.issuer).await?;
-    let device_url = discovery.device_authorization_endpoint.ok_or_else(|| {
-        CliError::Other(format!(
-            "the issuer {} does not offer the device authorization grant",
-            settings.issuer
-        ))
-    })?;
+    let device_url = discovery.device_endpoint(&settings.issuer)?;
     let client: OidcClient<EndpointSet> =
         oauth2::Client::new(ClientId::new(settings.client_id.clone()))
             .set_auth_type(AuthType::RequestBody)
@@ -197,7 +218,8 @@ pub async fn device_login(server: &str, show: impl FnOnce(&Prompt)) -> Result<Cr
         .request_async(&http, tokio::time::sleep, None)
         .await
         .map_err(|e| token_error(e, &discovery.token_endpoint))?;
-    credentials_from(&token, server, &settings.issuer, &settings.client_id, None)
+    // The normalised server: what the tokens are for (see Credentials::server_for).
+    credentials_from(&token, &server, &settings.issuer, &settings.client_id, None)
 }
 
 /// New tokens from the refresh token, without the user.
@@ -224,4 +246,103 @@ pub async fn refresh(credentials: &Credentials) -> Result<Credentials> {
         &credentials.client_id,
         Some(refresh_token),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn not_https(e: CliError) -> Option<(&'static str, String)> {
+        match e {
+            CliError::Url(UrlError::NotHttps { what, url, .. }) => Some((what, url)),
+            _ => None,
+        }
+    }
+
+    // Each of these hosts does not resolve: had the CLI sent a request, the error would be
+    // "cannot reach", not the refusal.
+
+    #[tokio::test]
+    async fn a_plain_http_server_gets_no_login_request() {
+        let e = device_login("http://kubespaces.invalid", |_| {})
+            .await
+            .unwrap_err();
+        assert_eq!(
+            not_https(e),
+            Some((
+                "--server (or KUBESPACES_SERVER)",
+                "http://kubespaces.invalid".into()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_plain_http_issuer_gets_no_refresh_token() {
+        let credentials = Credentials {
+            server: "https://kubespaces.invalid".into(),
+            issuer: "http://dex.invalid/dex".into(),
+            client_id: "kubespaces".into(),
+            id_token: "t".into(),
+            refresh_token: Some("refresh".into()),
+        };
+        let e = refresh(&credentials).await.unwrap_err();
+        assert_eq!(
+            not_https(e),
+            Some((
+                "the OIDC issuer the KubeSpaces server publishes",
+                "http://dex.invalid/dex".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_plain_http_token_endpoint_is_refused() {
+        let discovery = |token: &str| Discovery {
+            token_endpoint: token.into(),
+            device_authorization_endpoint: None,
+        };
+        let e = discovery("http://dex.example.com/token")
+            .checked_token_endpoint()
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "the issuer's token endpoint http://dex.example.com/token must use https://"
+            ),
+            "{e}"
+        );
+        assert!(
+            discovery("http://127.0.0.1:5556/dex/token")
+                .checked_token_endpoint()
+                .is_ok()
+        );
+        assert!(
+            discovery("https://dex.example.com/token")
+                .checked_token_endpoint()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_plain_http_device_endpoint_is_refused() {
+        let discovery = |device: &str| Discovery {
+            token_endpoint: "https://dex.example.com/token".into(),
+            device_authorization_endpoint: Some(device.into()),
+        };
+        let e = discovery("http://dex.example.com/device/code")
+            .device_endpoint("https://dex.example.com")
+            .unwrap_err();
+        assert_eq!(
+            not_https(e),
+            Some((
+                "the issuer's device authorization endpoint",
+                "http://dex.example.com/device/code".into()
+            ))
+        );
+        assert_eq!(
+            discovery("http://[::1]:5556/device/code")
+                .device_endpoint("http://[::1]:5556")
+                .unwrap(),
+            "http://[::1]:5556/device/code"
+        );
+    }
 }

@@ -12,14 +12,17 @@ use kubespaces_cli::{
     credentials,
     error::{CliError, EXIT_CODES_HELP, Result, exit},
     kubeconfig, login,
+    origin::{self, Endpoint},
     output::{self, Format},
+    private_file,
 };
 
 #[derive(Parser)]
 #[command(name = "kubespaces", version, about = "Your own Kubernetes: create and use KubeSpaces tenants", after_help = EXIT_CODES_HELP)]
 struct Cli {
-    /// The KubeSpaces server (default: the one you logged in to).
-    #[arg(long, global = true, env = "KUBESPACES_SERVER")]
+    /// The KubeSpaces server (default: the one you logged in to). https://, except on loopback
+    /// addresses; your login's token is only ever sent to the server you logged in to.
+    #[arg(long, global = true, env = "KUBESPACES_SERVER", value_parser = parse_server)]
     server: Option<String>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
@@ -103,7 +106,16 @@ enum TenantCommand {
         /// With --merge: the kubeconfig file to merge into.
         #[arg(long, requires = "merge")]
         kubeconfig: Option<PathBuf>,
+        /// With --merge: replace a cluster, user or context of the tenant's name that kubespaces
+        /// did not write (without it, such an entry stops the merge).
+        #[arg(long, requires = "merge")]
+        force: bool,
     },
+}
+
+/// `--server`: refused here, before anything is sent, unless https:// (or loopback).
+fn parse_server(text: &str) -> std::result::Result<String, String> {
+    origin::checked(text, Endpoint::Server).map_err(|e| e.to_string())
 }
 
 fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
@@ -141,9 +153,17 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Login { no_browser } => {
             let server = match cli.server {
                 Some(server) => server,
-                None => credentials::load().map(|c| c.server).map_err(|_| {
-                    CliError::Other("which server? use: kubespaces login --server URL".into())
-                })?,
+                // Logging in again to the server of the stored login (checked as --server is).
+                None => match credentials::load().map(|c| c.server) {
+                    Ok(stored) if !stored.is_empty() => {
+                        origin::checked(&stored, Endpoint::StoredServer)?
+                    }
+                    _ => {
+                        return Err(CliError::Other(
+                            "which server? use: kubespaces login --server URL".into(),
+                        ));
+                    }
+                },
             };
             let creds = login::device_login(&server, |prompt| {
                 let url = prompt
@@ -247,6 +267,7 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
             merge,
             print: _,
             kubeconfig: path,
+            force,
         } => {
             let text = session.kubeconfig(&name).await?;
             if !merge {
@@ -264,8 +285,8 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
                     )));
                 }
             };
-            let merged = kubeconfig::merge(&existing, &text, &name)?;
-            credentials::write_private(&target, merged.as_bytes())?;
+            let merged = kubeconfig::merge(&existing, &text, &name, force)?;
+            private_file::write(&target, merged.as_bytes())?;
             eprintln!(
                 "context {name} merged into {} (use it: kubectl config use-context {name})",
                 target.display()

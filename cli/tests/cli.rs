@@ -4,7 +4,8 @@
 //! SPEC walk-through, and the errors with their exit codes.
 //!
 //! Needs the harness environment (KUBESPACES_ACCEPTANCE=1, KUBECONFIG, KUBESPACES_OIDC_ISSUER
-//! from acceptance/harness/dex.sh, the chart installed).
+//! from acceptance/harness/dex.sh, the chart installed), except the test of where a token may go,
+//! whose every case is refused before a request.
 
 use std::{
     os::unix::fs::PermissionsExt,
@@ -68,7 +69,8 @@ impl User {
             .env_remove("KUBESPACES_SERVER")
             .env_remove("DISPLAY")
             .env_remove("WAYLAND_DISPLAY")
-            .stdin(Stdio::null());
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
         c
     }
 
@@ -121,6 +123,32 @@ impl User {
 
     fn store(&self, credentials: &Value) {
         std::fs::write(self.credentials(), credentials.to_string()).unwrap();
+    }
+
+    /// Runs with KUBESPACES_SERVER set (instead of --server).
+    async fn run_with_server_env(&self, server: &str, args: &[&str]) -> Output {
+        self.command(args)
+            .env("KUBESPACES_SERVER", server)
+            .output()
+            .await
+            .expect("run kubespaces")
+    }
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// A command line clap refused (exit 2), naming `needles`.
+fn refused_usage(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
     }
 }
 
@@ -182,12 +210,18 @@ async fn device_login_stores_tokens_0600_refreshes_them_and_logout_removes_them(
         "{rest:?}"
     );
 
-    let mode = std::fs::metadata(dave.credentials())
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600, "the token file is 0600");
+    assert_eq!(mode(&dave.credentials()), 0o600, "the token file is 0600");
+    assert_eq!(
+        mode(&dave.config_dir()),
+        0o700,
+        "the config directory the CLI created is 0700"
+    );
     let stored = dave.stored();
+    assert_eq!(
+        stored["server"],
+        json!(server.url),
+        "the login records the server its tokens are for"
+    );
     assert!(
         stored["refreshToken"]
             .as_str()
@@ -215,6 +249,8 @@ async fn device_login_stores_tokens_0600_refreshes_them_and_logout_removes_them(
     let mut c = stored.clone();
     c["idToken"] = json!(expired);
     dave.store(&c);
+    // Widened by someone: the refresh writes a fresh 0600 file in its place.
+    std::fs::set_permissions(dave.credentials(), std::fs::Permissions::from_mode(0o644)).unwrap();
     dave.ok(&["tenant", "list"]).await;
     let refreshed = dave.stored();
     assert_ne!(
@@ -223,11 +259,11 @@ async fn device_login_stores_tokens_0600_refreshes_them_and_logout_removes_them(
         "a new ID token was stored"
     );
     assert_ne!(refreshed["idToken"], stored["idToken"]);
-    let mode = std::fs::metadata(dave.credentials())
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600, "still 0600 after the refresh");
+    assert_eq!(
+        mode(&dave.credentials()),
+        0o600,
+        "0600 again after the refresh"
+    );
 
     // A token that looks fresh but the server refuses (revoked, rotated keys): refreshed on the
     // 401 and the request repeated.
@@ -430,11 +466,48 @@ async fn the_spec_walk_through() {
         lines_in_order(&merged, EXISTING_KUBECONFIG),
         "every line kept, in order:\n{merged}"
     );
-    let mode = std::fs::metadata(alice.kubeconfig())
+    assert_eq!(mode(&alice.kubeconfig()), 0o600);
+    // Merging again updates what kubespaces wrote, without --force.
+    alice
+        .ok(&["tenant", "kubeconfig", "team-atlas", "--merge"])
+        .await;
+    assert_eq!(std::fs::read_to_string(alice.kubeconfig()).unwrap(), merged);
+    // A context of the tenant's name that the user made is theirs: not replaced without --force,
+    // and the file is left byte for byte.
+    let mine = alice.dir.path().join("kube/mine");
+    let with_my_context = EXISTING_KUBECONFIG.replace(
+        "  name: prod\ncurrent-context",
+        "  name: prod\n- context:\n    cluster: prod\n    user: me\n  name: team-atlas\ncurrent-context",
+    );
+    assert_ne!(with_my_context, EXISTING_KUBECONFIG);
+    std::fs::write(&mine, &with_my_context).unwrap();
+    let mine_arg = mine.to_str().unwrap();
+    let merge_mine = [
+        "tenant",
+        "kubeconfig",
+        "team-atlas",
+        "--merge",
+        "--kubeconfig",
+        mine_arg,
+    ];
+    alice
+        .fails(
+            &merge_mine,
+            1,
+            "the kubeconfig already has context \"team-atlas\" that kubespaces did not write for \
+             tenant team-atlas; nothing was changed: --force replaces it",
+        )
+        .await;
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), with_my_context);
+    alice.ok(&[&merge_mine[..], &["--force"]].concat()).await;
+    let forced: Value = serde_yaml::from_str(&std::fs::read_to_string(&mine).unwrap()).unwrap();
+    let context = forced["contexts"]
+        .as_array()
         .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+        .iter()
+        .find(|c| c["name"] == "team-atlas")
+        .unwrap();
+    assert_eq!(context["context"]["user"], "team-atlas", "{forced}");
 
     let kubectl = |args: &[&str]| {
         let out = std::process::Command::new(&env.kubectl)
@@ -530,12 +603,27 @@ async fn errors_are_one_line_with_their_exit_codes() {
 
     let bob = User::new();
     bob.log_in_directly(&dex, &server, "bob@example.com").await;
-    bob.fails(
-        &["tenant", "list", "--server", "http://127.0.0.1:9"],
-        4,
-        "cannot reach the KubeSpaces server at http://127.0.0.1:9",
-    )
-    .await;
+    // A server that is not there (bob's login, recorded for it, so the token may go there; a
+    // copy, as a second login would revoke bob's refresh token).
+    let stranded = User::new();
+    std::fs::create_dir_all(stranded.config_dir()).unwrap();
+    let mut c = bob.stored();
+    c["server"] = json!("http://127.0.0.1:9");
+    stranded.store(&c);
+    stranded
+        .fails(
+            &["tenant", "list"],
+            4,
+            "cannot reach the KubeSpaces server at http://127.0.0.1:9",
+        )
+        .await;
+    // --server may name the server of the login, spelt as the user likes.
+    let same = format!("{}/", server.url);
+    assert!(
+        bob.ok(&["tenant", "list", "--server", &same])
+            .await
+            .starts_with("NAME")
+    );
     bob.fails(
         &["tenant", "get", "no-such-tenant"],
         5,
@@ -604,4 +692,109 @@ async fn errors_are_one_line_with_their_exit_codes() {
     );
 
     bob.ok(&["tenant", "delete", "cli-errors", "--wait"]).await;
+}
+
+/// A login whose ID token is fresh for an hour (unsigned: the CLI reads its expiry, only servers
+/// check signatures; none is reached here), issued for `server` by `issuer`.
+fn unsigned_login(server: &str, issuer: &str) -> Value {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims =
+        json!({"exp": jiff::Timestamp::now().as_second() + 3600, "email": "erin@example.com"});
+    json!({
+        "server": server, "issuer": issuer, "clientId": "kubespaces",
+        "idToken": format!("{}.{}.unsigned", b64.encode(r#"{"alg":"RS256"}"#), b64.encode(claims.to_string())),
+        "refreshToken": "refresh-token",
+    })
+}
+
+/// `what`, which must not take long: a refusal waits on no one, so a wait means a request was sent
+/// (the listeners below accept connections but never answer). The child is killed on timeout.
+async fn at_once<T>(what: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), what)
+        .await
+        .expect("refused at once, without waiting on a server")
+}
+
+/// Needs no cluster, Dex or server: everything here is refused before the first request, and
+/// loopback listeners (the server the login was issued for, another one, the issuer) show that
+/// none arrived.
+#[tokio::test]
+async fn a_token_goes_only_to_the_server_it_was_issued_for_and_only_over_https() {
+    let listener = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        (l, url)
+    };
+    let (issuing, issuing_url) = listener();
+    let (other, other_url) = listener();
+    let (issuer, issuer_url) = listener();
+    let erin = User::new();
+    std::fs::create_dir_all(erin.config_dir()).unwrap();
+    erin.store(&unsigned_login(&issuing_url, &issuer_url));
+    let before = std::fs::read(erin.credentials()).unwrap();
+
+    let wrong = format!(
+        "the stored login is for {issuing_url}, not {other_url}; its token goes only to the server \
+         it was issued for: to use {other_url}, run `kubespaces login --server {other_url}`"
+    );
+    let to_other: [&str; 4] = ["tenant", "list", "--server", &other_url];
+    at_once(erin.fails(&to_other, 11, &wrong)).await;
+    let out = at_once(erin.run_with_server_env(&other_url, &["tenant", "get", "anything"])).await;
+    assert_eq!(out.status.code(), Some(11));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&wrong));
+    // localhost is loopback too, but not the origin the login was issued for.
+    let port = issuing.local_addr().unwrap().port();
+    let localhost = format!("http://localhost:{port}");
+    let to_localhost: [&str; 4] = ["tenant", "list", "--server", &localhost];
+    at_once(erin.fails(&to_localhost, 11, "the stored login is for")).await;
+    // Even a token that must be refreshed first: refused before the refresh.
+    let mut c = erin.stored();
+    c["idToken"] = json!("expired");
+    erin.store(&c);
+    at_once(erin.fails(&to_other, 11, &wrong)).await;
+    erin.store(&serde_json::from_slice(&before).unwrap());
+    for (name, l) in [
+        ("the other server", &other),
+        ("the login's server", &issuing),
+        ("the issuer", &issuer),
+    ] {
+        assert_eq!(
+            l.accept().map(|_| ()).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::WouldBlock),
+            "no connection reached {name}"
+        );
+    }
+
+    // A token file that records no server is sent to none.
+    let mut c = erin.stored();
+    c.as_object_mut().unwrap().remove("server");
+    erin.store(&c);
+    let unrecorded = "the stored login does not record which server it was issued for";
+    at_once(erin.fails(&["tenant", "list"], 3, unrecorded)).await;
+    let to_issuing: [&str; 4] = ["tenant", "list", "--server", &issuing_url];
+    let needle = format!("not logged in to {issuing_url}: {unrecorded}");
+    at_once(erin.fails(&to_issuing, 3, &needle)).await;
+
+    // Plain http to anything but loopback is refused before any request: --server,
+    // KUBESPACES_SERVER, login, and an issuer recorded in the token file.
+    let refusal = [
+        "--server (or KUBESPACES_SERVER) http://kubespaces.invalid must use https://",
+        "use --server https://kubespaces.invalid",
+    ];
+    let plain = "http://kubespaces.invalid";
+    let out = at_once(erin.run(&["tenant", "list", "--server", plain])).await;
+    refused_usage(&out, &refusal);
+    let out = at_once(erin.run_with_server_env(plain, &["tenant", "list"])).await;
+    refused_usage(&out, &refusal);
+    let out = at_once(User::new().run(&["login", "--server", plain, "--no-browser"])).await;
+    refused_usage(&out, &refusal);
+    let mut c = unsigned_login(&issuing_url, "http://dex.invalid/dex");
+    c["idToken"] = json!("expired");
+    erin.store(&c);
+    let needle =
+        "the OIDC issuer the KubeSpaces server publishes http://dex.invalid/dex must use https://";
+    at_once(erin.fails(&["tenant", "list"], 1, needle)).await;
+    assert_eq!(erin.stored(), c, "the refresh token was not spent");
 }
