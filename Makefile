@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench bench-provider bench-node bench-chart bench-control-plane bench-apps tools
+.PHONY: help up down test bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ bench-control-plane: ## tenant control planes: 5 Tenants to Ready vs helm instal
 
 bench-apps: ## a tenant's app through the Gateway vs the same pod direct: req/s, p50/p99 (DURATION=seconds ROUNDS=n)
 	@$(H)/run-apps-bench.sh $(or $(DURATION),10) $(or $(ROUNDS),3)
+
+bench-server: ## a user's tenant list (p50/p99) and the server's RSS, alone and under a /login, forged-token and stream flood (REQUESTS=n ROUNDS=n)
+	@$(H)/run-server-bench.sh $(or $(REQUESTS),400) $(or $(ROUNDS),3)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh
