@@ -96,7 +96,7 @@ async fn plan_create_and_replace() {
         planned.get("namespace"),
         &Value::string("kubespaces-tenant-team-atlas")
     );
-    assert_eq!(path_names_of(&r.requires_replace), vec!["name"]);
+    assert_eq!(path_names_of(&r.requires_replace), vec!["name", "owner"]);
 }
 
 fn path_names_of(paths: &[tf::AttributePath]) -> Vec<String> {
