@@ -147,3 +147,35 @@ pub fn tenant_warnings(env: &Env, kubeconfig: &Path) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A self-signed certificate and its key (PEM) for `host`, made by openssl.
+pub fn self_signed(host: &str) -> (Vec<u8>, Vec<u8>) {
+    static PAIRS: AtomicUsize = AtomicUsize::new(0);
+    let n = PAIRS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("hostile-tls-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .arg("-subj")
+        .arg(format!("/CN={host}"))
+        .arg("-addext")
+        .arg(format!("subjectAltName=DNS:{host}"))
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .expect("openssl");
+    assert!(
+        made.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let read = |p| std::fs::read(p).expect("the key pair");
+    let pair = (read(&crt), read(&key));
+    let _ = std::fs::remove_dir_all(&dir);
+    pair
+}

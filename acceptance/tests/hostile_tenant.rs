@@ -7,7 +7,7 @@
 //! the step below that plays it. Every step is played and each attack that works is reported, so
 //! one run lists every open path.
 
-use std::{path::PathBuf, process::Command, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use k8s_openapi::{
     ByteString,
@@ -20,7 +20,8 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     hostile::{
-        As, curl_app, kubectl_as, owner_writes_secret, refused_by, tenant_warnings, try_create,
+        As, curl_app, kubectl_as, owner_writes_secret, refused_by, self_signed, tenant_warnings,
+        try_create,
     },
     oidc::{Dex, Server},
     pods::{
@@ -589,25 +590,7 @@ async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Option<String
 /// The impostor of mallory's API: an HTTPS server with the API's labels (so the API Service
 /// sends it a share of the connections) that logs every Authorization header.
 async fn start_impostor(s: &Scene, secrets: &Api<Secret>) {
-    let dir = std::env::temp_dir().join(format!("hostile-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-        ])
-        .arg(format!("/CN={MALLORY}.api.{}", s.domain))
-        .arg("-keyout")
-        .arg(dir.join("tls.key"))
-        .arg("-out")
-        .arg(dir.join("tls.crt"))
-        .output()
-        .expect("openssl");
-    assert!(
-        made.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let read = |f: &str| ByteString(std::fs::read(dir.join(f)).expect("the impostor's key pair"));
+    let (crt, key) = self_signed(&format!("{MALLORY}.api.{}", s.domain));
     let tls = Secret {
         metadata: ObjectMeta {
             name: Some("impostor-tls".into()),
@@ -615,14 +598,13 @@ async fn start_impostor(s: &Scene, secrets: &Api<Secret>) {
         },
         data: Some(
             [
-                ("tls.crt".to_owned(), read("tls.crt")),
-                ("tls.key".to_owned(), read("tls.key")),
+                ("tls.crt".to_owned(), ByteString(crt)),
+                ("tls.key".to_owned(), ByteString(key)),
             ]
             .into(),
         ),
         ..Secret::default()
     };
-    let _ = std::fs::remove_dir_all(&dir);
     secrets
         .create(&PostParams::default(), &tls)
         .await

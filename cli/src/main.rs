@@ -275,6 +275,10 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
                 return Ok(());
             }
             let target = kubeconfig::target(path.as_deref())?;
+            // The user's kubeconfig is theirs: a link there (dotfiles) is theirs too, and kubectl
+            // writes through it, so the merge writes where it points. (The token file, which
+            // only the CLI writes, is never written through a link.)
+            let target = std::fs::canonicalize(&target).unwrap_or(target);
             let existing = match std::fs::read_to_string(&target) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -414,7 +414,10 @@ async fn the_spec_walk_through() {
         .log_in_directly(&dex, &server, "alice@example.com")
         .await;
     std::fs::create_dir_all(alice.kubeconfig().parent().unwrap()).unwrap();
-    std::fs::write(alice.kubeconfig(), EXISTING_KUBECONFIG).unwrap();
+    // Her kubeconfig is a link into her dotfiles, which the merge writes through (as kubectl).
+    let dotfiles = alice.dir.path().join("kube/dotfiles-config");
+    std::fs::write(&dotfiles, EXISTING_KUBECONFIG).unwrap();
+    std::os::unix::fs::symlink(&dotfiles, alice.kubeconfig()).unwrap();
 
     alice
         .ok(&[
@@ -466,12 +469,18 @@ async fn the_spec_walk_through() {
         lines_in_order(&merged, EXISTING_KUBECONFIG),
         "every line kept, in order:\n{merged}"
     );
-    assert_eq!(mode(&alice.kubeconfig()), 0o600);
+    assert_eq!(mode(&dotfiles), 0o600);
+    let link = std::fs::symlink_metadata(alice.kubeconfig()).unwrap();
+    assert!(
+        link.is_symlink(),
+        "her link is kept, the file it points to merged"
+    );
     // Merging again updates what kubespaces wrote, without --force.
     alice
         .ok(&["tenant", "kubeconfig", "team-atlas", "--merge"])
         .await;
-    assert_eq!(std::fs::read_to_string(alice.kubeconfig()).unwrap(), merged);
+    let again = std::fs::read_to_string(alice.kubeconfig()).unwrap();
+    assert!(lines_in_order(&again, EXISTING_KUBECONFIG), "{again}");
     // A context of the tenant's name that the user made is theirs: not replaced without --force,
     // and the file is left byte for byte.
     let mine = alice.dir.path().join("kube/mine");

@@ -8,7 +8,7 @@ use std::{process::Command, time::Duration};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kubespaces_acceptance::{
-    hostile::{As, kubectl_as, refused_by},
+    hostile::{As, kubectl_as, refused_by, self_signed},
     tenant_cluster::platform_var,
     wait_for,
 };
@@ -83,35 +83,6 @@ fn untrusted_certificate(url: &str) -> bool {
         .output()
         .expect("curl runs");
     out.status.code() == Some(60)
-}
-
-/// A self-signed certificate and key (PEM) for exactly `host`.
-fn self_signed(host: &str) -> (Vec<u8>, Vec<u8>) {
-    let dir = std::env::temp_dir().join(format!("hostile-apps-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-        ])
-        .arg(format!("/CN={host}"))
-        .arg("-addext")
-        .arg(format!("subjectAltName=DNS:{host}"))
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&crt)
-        .output()
-        .expect("openssl");
-    assert!(
-        made.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let read = |p| std::fs::read(p).expect("the key pair");
-    let pair = (read(&crt), read(&key));
-    let _ = std::fs::remove_dir_all(&dir);
-    pair
 }
 
 fn b64(bytes: &[u8]) -> String {

@@ -29,7 +29,10 @@ use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, ListParams},
 };
-use kubespaces_acceptance::operator::{OperatorProcess, SHARD_LABEL, metric_sum, metric_sum_where};
+use kubespaces_acceptance::{
+    figures::cell,
+    operator::{OperatorProcess, SHARD_LABEL, metric_sum, metric_sum_where},
+};
 use kubespaces_operator::{api::Tenant, config::HostConfig, names};
 
 use crate::{
@@ -142,22 +145,6 @@ struct Round {
     burst: Pair,
     single: Option<Pair>,
     rss_kib: u64,
-}
-
-fn median_range(mut values: Vec<f64>) -> (f64, f64, f64) {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let median = if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    };
-    (median, values[0], values[n - 1])
-}
-
-fn cell(values: Vec<f64>, unit: &str, precision: usize) -> String {
-    let (m, lo, hi) = median_range(values);
-    format!("{m:.precision$}{unit} [{lo:.precision$}–{hi:.precision$}]")
 }
 
 const API_REQUESTS: &str = "kubespaces_kube_api_requests_total";

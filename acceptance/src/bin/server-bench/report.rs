@@ -1,6 +1,8 @@
 //! What each side measured, per round as it comes and at the end side by side: median and
 //! range over the rounds, and the ratios (flood / no flood, per round) against the targets.
 
+use kubespaces_acceptance::figures::{cell, median_range};
+
 use crate::{flood, server::Memory, user::Latencies};
 
 pub struct Side {
@@ -71,22 +73,6 @@ pub fn print_side(round: usize, side: &Side, max_pending: usize) {
         ),
         None => println!("    pending logins: /metrics did not answer"),
     }
-}
-
-fn median_range(mut values: Vec<f64>) -> (f64, f64, f64) {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let median = if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    };
-    (median, values[0], values[n - 1])
-}
-
-fn cell(values: Vec<f64>, unit: &str, precision: usize) -> String {
-    let (m, lo, hi) = median_range(values);
-    format!("{m:.precision$}{unit} [{lo:.precision$}–{hi:.precision$}]")
 }
 
 /// One row: the figure on each side and the ratio per round; with a target, whether the
