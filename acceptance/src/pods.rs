@@ -208,6 +208,7 @@ pub async fn real_nodes(client: &Client) -> Vec<String> {
 /// within a second when deleted (busybox as PID 1 ignores SIGTERM), so namespaces go quickly.
 pub fn busybox_spec(image: &str, nodes: &[String], script: &str) -> PodSpec {
     serde_json::from_value(json!({
+        "securityContext": restricted_pod(),
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": nodes}
@@ -219,10 +220,29 @@ pub fn busybox_spec(image: &str, nodes: &[String], script: &str) -> PodSpec {
             "image": image,
             "imagePullPolicy": "IfNotPresent",
             "command": ["sh", "-c", script],
+            "securityContext": restricted_container(),
             "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
         }],
     }))
     .expect("a valid busybox pod spec")
+}
+
+/// What the `restricted` Pod Security Standard requires of a pod, which tenant namespaces (and
+/// every namespace inside a tenant's vCluster) enforce: a pod without it is refused. In YAML, for
+/// manifests written out: `securityContext:` [`RESTRICTED_POD`] on the pod and
+/// [`RESTRICTED_CONTAINER`] on each container.
+pub const RESTRICTED_POD: &str = "{runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, seccompProfile: {type: RuntimeDefault}}";
+pub const RESTRICTED_CONTAINER: &str =
+    "{allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}";
+
+/// [`RESTRICTED_POD`] as JSON.
+pub fn restricted_pod() -> serde_json::Value {
+    serde_yaml::from_str(RESTRICTED_POD).expect("a valid pod security context")
+}
+
+/// [`RESTRICTED_CONTAINER`] as JSON.
+pub fn restricted_container() -> serde_json::Value {
+    serde_yaml::from_str(RESTRICTED_CONTAINER).expect("a valid container security context")
 }
 
 /// Requests and limits small enough for the pods of every test at once on a 2-core node, and
@@ -240,13 +260,13 @@ pub fn page_of(pod: &str) -> String {
     format!("hello from {pod}")
 }
 
-/// A web server: writes [`page_of`] its pod to /www, says so on stdout, then becomes busybox httpd
+/// A web server: writes [`page_of`] its pod to /tmp/www, says so on stdout, then becomes busybox httpd
 /// on [`HTTP_PORT`] (`exec`, so httpd is the container's PID 1). Ready once the port accepts
 /// connections, so Services send traffic only to pods that serve.
 pub fn httpd_spec(image: &str, nodes: &[String]) -> PodSpec {
     let script = format!(
-        "mkdir -p /www && echo \"{page}\" >/www/index.html && echo \"serving $POD_NAME on port \
-         {HTTP_PORT}\" && exec httpd -f -p {HTTP_PORT} -h /www",
+        "mkdir -p /tmp/www && echo \"{page}\" >/tmp/www/index.html && echo \"serving $POD_NAME on \
+         port {HTTP_PORT}\" && exec httpd -f -p {HTTP_PORT} -h /tmp/www",
         page = page_of("$POD_NAME"),
     );
     let mut spec = busybox_spec(image, nodes, &script);

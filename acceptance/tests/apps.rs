@@ -19,7 +19,7 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    pods::{delete_tenant, retry_until},
+    pods::{self, delete_tenant, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
@@ -41,10 +41,12 @@ spec:
   template:
     metadata: {{labels: {{app: hello}}}}
     spec:
+      securityContext: {restricted_pod}
       containers:
       - name: hello
         image: {image}
         imagePullPolicy: IfNotPresent
+        securityContext: {restricted_container}
         command: [sh, -c, 'mkdir -p /tmp/www && echo "{answer}" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']
         ports: [{{name: http, containerPort: 8080}}]
         readinessProbe: {{httpGet: {{path: /, port: http}}, periodSeconds: 1}}
@@ -58,7 +60,9 @@ spec:
   ports: [{{name: http, port: 80, targetPort: http}}]
 ---
 {}"#,
-        route("hello", host)
+        route("hello", host),
+        restricted_pod = pods::RESTRICTED_POD,
+        restricted_container = pods::RESTRICTED_CONTAINER,
     )
 }
 

@@ -15,7 +15,7 @@ use kube::{Api, ResourceExt, api::ListParams};
 use kubespaces_acceptance::{
     Env,
     operator::{OperatorProcess, sharded_tenant},
-    pods::{delete_tenant, retry_until},
+    pods::{self, delete_tenant, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
@@ -134,8 +134,10 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
     };
     let before = used_cpu(&quotas.get(names::QUOTA).await.expect("the quota"));
     let deployment = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: hello, namespace: default}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: hello}}}}\n  template:\n    metadata: {{labels: {{app: hello}}}}\n    spec:\n      containers:\n      - name: hello\n        image: {}\n        imagePullPolicy: IfNotPresent\n        command: [sh, -c, 'echo hello from the tenant; exec sleep 3600']\n        resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 250m, memory: 64Mi}}}}\n",
-        env.busybox_image()
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: hello, namespace: default}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: hello}}}}\n  template:\n    metadata: {{labels: {{app: hello}}}}\n    spec:\n      securityContext: {}\n      containers:\n      - name: hello\n        image: {}\n        imagePullPolicy: IfNotPresent\n        securityContext: {}\n        command: [sh, -c, 'echo hello from the tenant; exec sleep 3600']\n        resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 250m, memory: 64Mi}}}}\n",
+        pods::RESTRICTED_POD,
+        env.busybox_image(),
+        pods::RESTRICTED_CONTAINER,
     );
     let out = owner_kubectl(&env, &kubeconfig, &["apply", "-f", "-"], Some(&deployment));
     assert!(out.status.success(), "apply in the tenant: {}", text(&out));

@@ -464,6 +464,9 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
     // Also the kinds and fields the control plane's code builds or reads (not names it writes
     // into conditions).
     let not_names = [
+        // The restricted Pod Security settings of the control plane's pods.
+        "RuntimeDefault",
+        "ALL",
         "True",
         "False",
         "Reconcile",

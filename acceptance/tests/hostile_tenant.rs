@@ -25,7 +25,8 @@ use kubespaces_acceptance::{
     },
     oidc::{Dex, Server},
     pods::{
-        HTTP_PORT, delete_tenant, httpd_spec, page_of, pod, pod_ip, real_nodes, wait_pod_running,
+        self, HTTP_PORT, delete_tenant, httpd_spec, page_of, pod, pod_ip, real_nodes,
+        wait_pod_running,
     },
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
@@ -222,10 +223,14 @@ spec:
     None
 }
 
-/// Step 1b. Inside its vCluster, a pod that would take the node: privileged, the host's network
-/// and process namespaces, the node's root file system. The syncer creates it on the host, where
-/// the namespace's Pod Security level refuses it; the tenant is told why.
+/// Step 1b. Inside its vCluster, pods the Pod Security level refuses: one that would take the
+/// node (privileged, the host's network and process namespaces, the node's root file system), and
+/// a plain pod that runs as root with the default capabilities (`NET_RAW` among them), which
+/// `baseline` lets onto nodes shared with other tenants, in a namespace mallory loosened to
+/// `privileged` inside its vCluster. Each is refused by the vCluster at `kubectl apply`, or by
+/// the host when the syncer copies it; either way the tenant is told why.
 async fn node_takeover_from_inside(s: &Scene) -> Option<String> {
+    let image = s.env.busybox_image();
     let root_me = format!(
         r#"apiVersion: v1
 kind: Pod
@@ -240,40 +245,77 @@ spec:
     securityContext: {{privileged: true}}
     volumeMounts: [{{name: root, mountPath: /host}}]
   volumes: [{{name: root, hostPath: {{path: /}}}}]
-"#,
-        image = s.env.busybox_image(),
+"#
     );
-    let out = owner_kubectl(&s.env, &s.kubeconfig, &["apply", "-f", "-"], Some(&root_me));
-    assert!(out.status.success(), "inside the tenant: {}", text(&out));
+    let as_root = format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: loose
+  labels: {{pod-security.kubernetes.io/enforce: privileged}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: as-root, namespace: loose}}
+spec:
+  containers: [{{name: main, image: {image}, command: [sleep, "3600"]}}]
+"#
+    );
+    let mut open = vec![];
+    for (name, manifest, what) in [
+        (
+            "root-me",
+            root_me,
+            "a privileged, hostPath, hostNetwork, hostPID pod",
+        ),
+        (
+            "as-root",
+            as_root,
+            "a pod running as root with the default capabilities",
+        ),
+    ] {
+        open.extend(refused_inside(s, name, &manifest, what).await);
+    }
+    (!open.is_empty()).then(|| open.join("\n\n"))
+}
+
+/// Applies `manifest` inside mallory's vCluster: the pod `name` must be refused with a Pod Security
+/// reason, at once or by the host, and never exist on the host.
+async fn refused_inside(s: &Scene, name: &str, manifest: &str, what: &str) -> Option<String> {
+    let out = owner_kubectl(&s.env, &s.kubeconfig, &["apply", "-f", "-"], Some(manifest));
+    if !out.status.success() {
+        let said = text(&out);
+        assert!(
+            said.contains("PodSecurity") && said.contains(name),
+            "inside the tenant, {what} is refused for its Pod Security: {said}"
+        );
+        return None;
+    }
     let host_pods: Api<Pod> = Api::namespaced(s.client.clone(), &s.ns);
     let outcome = wait_for(
-        "the privileged pod to be refused on the host, with a Warning the tenant sees",
+        &format!("{what} to be refused on the host, with a Warning the tenant sees"),
         Duration::from_secs(120),
         || async {
             let listed = host_pods.list(&Default::default()).await.ok()?.items;
-            if let Some(p) = listed.iter().find(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with("root-me"))) {
+            if let Some(p) = listed.iter().find(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(name))
+            }) {
                 return Some(Err(format!(
-                    "a privileged, hostPath, hostNetwork, hostPID pod made inside the tenant exists on the host: {:?}",
+                    "{what} made inside the tenant runs on the host: {:?}",
                     p.metadata.name
                 )));
             }
             tenant_warnings(&s.env, &s.kubeconfig)
                 .lines()
-                .find(|l| l.contains("root-me") && l.contains("PodSecurity"))
+                .find(|l| l.contains(name) && l.contains("PodSecurity"))
                 .map(|l| Ok(l.to_owned()))
         },
     )
     .await;
-    match outcome {
-        Err(e) => Some(e),
-        Ok(warning) => {
-            assert!(
-                warning.contains("privileged"),
-                "the tenant is told why: {warning}"
-            );
-            None
-        }
-    }
+    outcome.err()
 }
 
 /// Steps 2 to 5, on the host, as the owner and with its vCluster syncer's own token (the owner
@@ -332,10 +374,13 @@ ports: [{{name: http, port: {HTTP_PORT}, protocol: TCP}}]
 kind: Pod
 metadata: {{name: impostor, namespace: {ns}, labels: {{app: vcluster, release: {release}}}}}
 spec:
-  containers: [{{name: main, image: {image}, command: [sleep, "3600"]}}]
+  securityContext: {restricted_pod}
+  containers: [{{name: main, image: {image}, command: [sleep, "3600"], securityContext: {restricted_container}}}]
 "#,
         release = cp_names::RELEASE,
         image = env.busybox_image(),
+        restricted_pod = pods::RESTRICTED_POD,
+        restricted_container = pods::RESTRICTED_CONTAINER,
     );
     refused(
         owner,
@@ -614,9 +659,10 @@ async fn start_impostor(s: &Scene, secrets: &Api<Secret>) {
         "spec": {
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": s.nodes}]}]}}},
-            "securityContext": {"runAsNonRoot": true, "runAsUser": 65534},
+            "securityContext": pods::restricted_pod(),
             "containers": [{
                 "name": "impostor",
+                "securityContext": pods::restricted_container(),
                 "image": platform_var("KUBESPACES_TLSSERVER_IMAGE"),
                 "imagePullPolicy": "IfNotPresent",
                 "args": ["-addr", ":8443", "-name", "impostor", "-log-auth"],

@@ -81,7 +81,7 @@ async fn a_deployment_runs_real_processes_with_exec_logs_and_port_forward() {
         // exec runs a command in the container; PID 1 there is the httpd the script became.
         let cmdline = env.exec_ok(&ns, &name, &["cat", "/proc/1/cmdline"]);
         let argv: Vec<&str> = cmdline.split('\0').filter(|a| !a.is_empty()).collect();
-        assert_eq!(argv, ["httpd", "-f", "-p", port.as_str(), "-h", "/www"]);
+        assert_eq!(argv, ["httpd", "-f", "-p", port.as_str(), "-h", "/tmp/www"]);
 
         // logs return what the container printed on stdout.
         let printed = format!("serving {name} on port {HTTP_PORT}");

@@ -11,7 +11,7 @@ use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
-use kubespaces_acceptance::{Env, own_share, tenant_yaml, wait_for, wait_gone, wait_ready};
+use kubespaces_acceptance::{Env, own_share, pods, tenant_yaml, wait_for, wait_gone, wait_ready};
 use kubespaces_operator::{api::Tenant, conditions, names};
 use serde_json::json;
 
@@ -105,7 +105,7 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
         labels
             .get("pod-security.kubernetes.io/enforce")
             .map(String::as_str),
-        Some("baseline")
+        Some("restricted")
     );
     for mode in ["enforce", "warn"] {
         assert_eq!(
@@ -132,6 +132,10 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
         own_share(&quota, &tenant, "hard", "requests.storage"),
         "50Gi"
     );
+    // Ephemeral storage (the node's disk) is the platform's per-tenant budget.
+    for key in ["requests.ephemeral-storage", "limits.ephemeral-storage"] {
+        assert_eq!(own_share(&quota, &tenant, "hard", key), "10Gi", "{key}");
+    }
     // Object counts are capped; node ports and load balancers are none.
     assert_eq!(hard(&quota, "pods"), "200");
     assert_eq!(hard(&quota, "services"), "50");
@@ -142,7 +146,8 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns_name);
     let plain: Pod = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"},
-        "spec": {"containers": [{"name": "app", "image": "nginx"}]}
+        "spec": {"securityContext": pods::restricted_pod(),
+            "containers": [{"name": "app", "image": "nginx", "securityContext": pods::restricted_container()}]}
     }))
     .unwrap();
     let created = pods
@@ -173,7 +178,8 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     // A pod over the quota is refused by the API server.
     let greedy: Pod = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "greedy"},
-        "spec": {"containers": [{"name": "app", "image": "nginx",
+        "spec": {"securityContext": pods::restricted_pod(),
+            "containers": [{"name": "app", "image": "nginx", "securityContext": pods::restricted_container(),
             "resources": {"requests": {"cpu": "9"}, "limits": {"cpu": "9"}}}]}
     }))
     .unwrap();

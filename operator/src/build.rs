@@ -132,6 +132,15 @@ pub fn quota_hard(tenant: &Tenant, host: &HostConfig) -> BTreeMap<String, Quanti
         ("requests.memory".to_owned(), r.memory.clone()),
         ("limits.memory".to_owned(), r.memory.clone()),
         ("requests.storage".to_owned(), storage),
+        // The node's disk is shared too: containers' writable layers, logs and emptyDirs.
+        (
+            "requests.ephemeral-storage".to_owned(),
+            Quantity(host.ephemeral_storage.clone()),
+        ),
+        (
+            "limits.ephemeral-storage".to_owned(),
+            Quantity(host.ephemeral_storage.clone()),
+        ),
         ("pods".to_owned(), count(c.pods)),
         ("services".to_owned(), count(c.services)),
         ("secrets".to_owned(), count(c.secrets)),
@@ -165,28 +174,42 @@ pub fn quota(tenant: &Tenant, host: &HostConfig) -> ResourceQuota {
 }
 
 /// Container defaults, so pods that state no resources still fit the quota (which requires
-/// requests and limits for cpu and memory on every pod).
+/// requests and limits for cpu, memory and ephemeral storage on every pod).
 pub fn limit_range(tenant: &Tenant, host: &HostConfig) -> LimitRange {
     let name = tenant.metadata.name.clone().unwrap_or_default();
-    let pair = |cpu: &str, memory: &str| {
-        BTreeMap::from([
-            ("cpu".to_owned(), Quantity(cpu.to_owned())),
-            ("memory".to_owned(), Quantity(memory.to_owned())),
-        ])
-    };
     LimitRange {
         metadata: meta(&name, names::LIMIT_RANGE),
         spec: Some(LimitRangeSpec {
-            limits: vec![LimitRangeItem {
-                type_: "Container".into(),
-                default: Some(pair(&host.default_cpu_limit, &host.default_memory_limit)),
-                default_request: Some(pair(
-                    &host.default_cpu_request,
-                    &host.default_memory_request,
-                )),
-                ..LimitRangeItem::default()
-            }],
+            limits: vec![container_defaults(host)],
         }),
+    }
+}
+
+/// The LimitRange's one item; the control plane's footprint is counted with it too.
+pub fn container_defaults(host: &HostConfig) -> LimitRangeItem {
+    let quantities = |cpu: &str, memory: &str, ephemeral: &str| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+            (
+                "ephemeral-storage".to_owned(),
+                Quantity(ephemeral.to_owned()),
+            ),
+        ])
+    };
+    LimitRangeItem {
+        type_: "Container".into(),
+        default: Some(quantities(
+            &host.default_cpu_limit,
+            &host.default_memory_limit,
+            &host.default_ephemeral_storage_limit,
+        )),
+        default_request: Some(quantities(
+            &host.default_cpu_request,
+            &host.default_memory_request,
+            &host.default_ephemeral_storage_request,
+        )),
+        ..LimitRangeItem::default()
     }
 }
 
@@ -455,7 +478,7 @@ mod tests {
         );
         let labels = ns.metadata.labels.unwrap();
         assert_eq!(labels[names::TENANT_LABEL], "team-atlas");
-        assert_eq!(labels["pod-security.kubernetes.io/enforce"], "baseline");
+        assert_eq!(labels["pod-security.kubernetes.io/enforce"], "restricted");
         assert_eq!(labels["pod-security.kubernetes.io/warn"], "restricted");
         for mode in ["enforce", "audit", "warn"] {
             assert_eq!(

@@ -9,10 +9,13 @@ use clap::Args;
 
 /// Defaults, shared by the flags and by `HostConfig::default()`.
 const DEFAULT_BASE_DOMAIN: &str = "kubespaces.localhost";
-const DEFAULT_POD_SECURITY: &str = "baseline";
+const DEFAULT_POD_SECURITY: &str = "restricted";
 const DEFAULT_CPU_LIMIT: &str = "500m";
 const DEFAULT_MEMORY_LIMIT: &str = "512Mi";
 const DEFAULT_CPU_REQUEST: &str = "100m";
+const DEFAULT_EPHEMERAL_STORAGE: &str = "10Gi";
+const DEFAULT_EPHEMERAL_STORAGE_LIMIT: &str = "512Mi";
+const DEFAULT_EPHEMERAL_STORAGE_REQUEST: &str = "64Mi";
 const DEFAULT_MEMORY_REQUEST: &str = "128Mi";
 /// The Pod Security Standards of the Kubernetes release the operator is tested against: a
 /// cluster upgrade does not tighten or loosen what tenants may run until this is raised.
@@ -71,6 +74,18 @@ pub struct HostConfig {
     /// Default memory request for containers that set none.
     #[arg(long, env = "KUBESPACES_DEFAULT_MEMORY_REQUEST", default_value = DEFAULT_MEMORY_REQUEST, value_parser = parse_quantity)]
     pub default_memory_request: String,
+    /// Ephemeral storage each tenant may request and use (both are capped): its containers'
+    /// writable layers, logs and emptyDir volumes, on node disks that tenants share. Its control
+    /// plane's is added on top.
+    #[arg(long = "tenant-ephemeral-storage", env = "KUBESPACES_TENANT_EPHEMERAL_STORAGE", default_value = DEFAULT_EPHEMERAL_STORAGE, value_parser = parse_quantity)]
+    pub ephemeral_storage: String,
+    /// Default ephemeral-storage limit for containers that set none (the kubelet evicts a pod
+    /// that writes more than its containers' limits).
+    #[arg(long, env = "KUBESPACES_DEFAULT_EPHEMERAL_STORAGE_LIMIT", default_value = DEFAULT_EPHEMERAL_STORAGE_LIMIT, value_parser = parse_quantity)]
+    pub default_ephemeral_storage_limit: String,
+    /// Default ephemeral-storage request for containers that set none.
+    #[arg(long, env = "KUBESPACES_DEFAULT_EPHEMERAL_STORAGE_REQUEST", default_value = DEFAULT_EPHEMERAL_STORAGE_REQUEST, value_parser = parse_quantity)]
+    pub default_ephemeral_storage_request: String,
     #[command(flatten)]
     pub egress: EgressConfig,
     #[command(flatten)]
@@ -245,6 +260,9 @@ impl Default for HostConfig {
             default_memory_limit: DEFAULT_MEMORY_LIMIT.into(),
             default_cpu_request: DEFAULT_CPU_REQUEST.into(),
             default_memory_request: DEFAULT_MEMORY_REQUEST.into(),
+            ephemeral_storage: DEFAULT_EPHEMERAL_STORAGE.into(),
+            default_ephemeral_storage_limit: DEFAULT_EPHEMERAL_STORAGE_LIMIT.into(),
+            default_ephemeral_storage_request: DEFAULT_EPHEMERAL_STORAGE_REQUEST.into(),
             pod_security_version: DEFAULT_POD_SECURITY_VERSION.into(),
             egress: EgressConfig::default(),
             counts: CountLimits::default(),

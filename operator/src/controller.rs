@@ -286,6 +286,7 @@ pub async fn run(
                 crate::control_plane::subject_of(&username),
                 api_server,
                 config.host.base_domain.clone(),
+                config.host.pod_security.clone(),
                 kube_version,
                 config.resync,
             )))

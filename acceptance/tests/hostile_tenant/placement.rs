@@ -1,7 +1,8 @@
 //! Step 10. Where a tenant's pods run and what its claims bind to. A cluster keeps nodes for
 //! other uses with taints: a pod that tolerates every taint, or names its node and so skips the
 //! scheduler, would land there anyway; a claim that names a volume would take it whoever's it
-//! is. Played inside the vCluster (its syncer makes the host pod) and as the owner on the host.
+//! is; a pod that may write a terabyte to the node's disk would fill it for every tenant there.
+//! Played inside the vCluster (its syncer makes the host pod) and as the owner on the host.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kubespaces_acceptance::{
     hostile::{As, refused_by, tenant_warnings, try_create},
+    pods::{RESTRICTED_CONTAINER, RESTRICTED_POD},
     tenant_cluster::{owner_kubectl, text},
     wait_for,
 };
@@ -24,7 +26,7 @@ pub async fn placement_and_volumes(s: &Scene) -> Vec<String> {
     let owner = As::Owner(OWNER);
     let pod = |name: &str, extra: &str| {
         format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  {extra}\n  containers: [{{name: main, image: {image}, command: [sleep, \"3600\"]}}]\n",
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  {extra}\n  securityContext: {RESTRICTED_POD}\n  containers: [{{name: main, image: {image}, command: [sleep, \"3600\"], securityContext: {RESTRICTED_CONTAINER}}}]\n",
             ns = s.ns,
             image = s.env.busybox_image(),
         )
@@ -51,6 +53,16 @@ pub async fn placement_and_volumes(s: &Scene) -> Vec<String> {
             "spec.volumeName",
             "a claim that names the volume it binds to",
         ),
+        (
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: disk-hog, namespace: {ns}}}\nspec:\n  securityContext: {RESTRICTED_POD}\n  containers: [{{name: main, image: {image}, command: [sleep, \"3600\"], securityContext: {RESTRICTED_CONTAINER}, resources: {{limits: {{ephemeral-storage: 1Ti}}}}}}]\n",
+                ns = s.ns,
+                image = s.env.busybox_image(),
+            ),
+            "exceeded quota",
+            "ephemeral-storage",
+            "a pod that may write 1Ti to the node's disk",
+        ),
     ];
     for (manifest, policy, names, what) in tries {
         let out = try_create(&s.env, owner, &manifest);
@@ -70,7 +82,7 @@ pub async fn placement_and_volumes(s: &Scene) -> Vec<String> {
 /// refused and the tenant sees why, or the host pod carries the toleration (the attack).
 async fn tolerate_everything_from_inside(s: &Scene) -> Option<String> {
     let manifest = format!(
-        "apiVersion: v1\nkind: Pod\nmetadata: {{name: anywhere, namespace: default}}\nspec:\n  tolerations: [{{operator: Exists}}]\n  containers: [{{name: main, image: {image}, command: [sleep, \"3600\"]}}]\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: anywhere, namespace: default}}\nspec:\n  tolerations: [{{operator: Exists}}]\n  securityContext: {RESTRICTED_POD}\n  containers: [{{name: main, image: {image}, command: [sleep, \"3600\"], securityContext: {RESTRICTED_CONTAINER}}}]\n",
         image = s.env.busybox_image(),
     );
     let out = owner_kubectl(

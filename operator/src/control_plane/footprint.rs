@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{Container, PodSpec, Secret},
+    api::core::v1::{Container, LimitRangeItem, PodSpec, Secret},
     apimachinery::pkg::api::resource::Quantity,
 };
 use kube::api::DynamicObject;
@@ -13,14 +13,14 @@ use crate::quantity::{self, Nanos};
 
 const NANO: i128 = 1_000_000_000;
 
+/// The resources a quota budgets per pod, each as `requests.<r>` and `limits.<r>`.
+const RESOURCES: [&str; 3] = ["cpu", "memory", "ephemeral-storage"];
+
 /// The quota keys a control plane consumes: the requests and limits of its pods (containers
-/// without a limit get the namespace's defaults) and the storage of its volume claims.
-pub fn of(
-    objects: &[DynamicObject],
-    default_cpu_limit: &str,
-    default_memory_limit: &str,
-) -> BTreeMap<String, Quantity> {
-    let mut sum: BTreeMap<&str, i128> = BTreeMap::new();
+/// that state none get `defaults`, the namespace's LimitRange item) and the storage of its
+/// volume claims.
+pub fn of(objects: &[DynamicObject], defaults: &LimitRangeItem) -> BTreeMap<String, Quantity> {
+    let mut sum: BTreeMap<String, i128> = BTreeMap::new();
     for o in objects {
         let Some(kind) = o.types.as_ref().map(|t| t.kind.as_str()) else {
             continue;
@@ -28,7 +28,7 @@ pub fn of(
         if kind == "Secret" {
             // The control plane's own CoreDNS runs as a pod in the namespace too (synced from
             // inside the tenant): its resources are in the values the chart stored.
-            for (key, n) in coredns(o, default_cpu_limit, default_memory_limit) {
+            for (key, n) in coredns(o, defaults) {
                 *sum.entry(key).or_default() += n;
             }
             continue;
@@ -41,7 +41,7 @@ pub fn of(
         else {
             continue;
         };
-        for (key, n) in pod_effective(&pod, default_cpu_limit, default_memory_limit) {
+        for (key, n) in pod_effective(&pod, defaults) {
             *sum.entry(key).or_default() += n * replicas;
         }
         for claim in o.data["spec"]["volumeClaimTemplates"]
@@ -52,23 +52,22 @@ pub fn of(
             if let Some(size) = claim["spec"]["resources"]["requests"]["storage"].as_str()
                 && let Ok(Nanos(n)) = quantity::parse(size)
             {
-                *sum.entry("requests.storage").or_default() += n * replicas;
+                *sum.entry("requests.storage".to_owned()).or_default() += n * replicas;
             }
         }
     }
     sum.into_iter()
         .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| (k.to_owned(), format_nanos(k, n)))
+        .map(|(k, n)| {
+            let q = format_nanos(&k, n);
+            (k, q)
+        })
         .collect()
 }
 
 /// The CoreDNS the vCluster runs (unless embedded or off), per quota key, from the values in
 /// the chart's config Secret `vc-config-<release>`.
-fn coredns(
-    secret: &DynamicObject,
-    default_cpu_limit: &str,
-    default_memory_limit: &str,
-) -> Vec<(&'static str, i128)> {
+fn coredns(secret: &DynamicObject, defaults: &LimitRangeItem) -> Vec<(String, i128)> {
     if !secret
         .metadata
         .name
@@ -103,7 +102,7 @@ fn coredns(
         containers: vec![container],
         ..PodSpec::default()
     };
-    pod_effective(&pod, default_cpu_limit, default_memory_limit)
+    pod_effective(&pod, defaults)
         .into_iter()
         .map(|(k, n)| (k, n * replicas))
         .collect()
@@ -111,20 +110,11 @@ fn coredns(
 
 /// A pod's charge per quota key: the larger of its containers' sum and its largest init
 /// container, as the quota controller counts it.
-fn pod_effective(
-    pod: &PodSpec,
-    default_cpu_limit: &str,
-    default_memory_limit: &str,
-) -> Vec<(&'static str, i128)> {
-    let keys: [(&'static str, &str, bool, &str); 4] = [
-        ("requests.cpu", "cpu", false, default_cpu_limit),
-        ("limits.cpu", "cpu", true, default_cpu_limit),
-        ("requests.memory", "memory", false, default_memory_limit),
-        ("limits.memory", "memory", true, default_memory_limit),
-    ];
-    keys.iter()
-        .map(|(key, resource, limit, default)| {
-            let one = |c: &Container| container_value(c, resource, *limit, default);
+fn pod_effective(pod: &PodSpec, defaults: &LimitRangeItem) -> Vec<(String, i128)> {
+    let mut charge = vec![];
+    for resource in RESOURCES {
+        for limit in [false, true] {
+            let one = |c: &Container| container_value(c, resource, limit, defaults);
             let main: i128 = pod.containers.iter().map(one).sum();
             let init = pod
                 .init_containers
@@ -133,28 +123,33 @@ fn pod_effective(
                 .map(one)
                 .max()
                 .unwrap_or(0);
-            (*key, main.max(init))
-        })
-        .collect()
+            let kind = if limit { "limits" } else { "requests" };
+            charge.push((format!("{kind}.{resource}"), main.max(init)));
+        }
+    }
+    charge
 }
 
-/// A container's request or limit; a missing limit is the namespace default, a missing request
-/// its limit (as the API server defaults them).
-fn container_value(c: &Container, resource: &str, limit: bool, default_limit: &str) -> i128 {
+/// A container's request or limit as the API server and the LimitRange admit it: a missing
+/// limit is the default limit; a missing request is the container's own limit if it states
+/// one, else the default request (the default limit where the LimitRange has none).
+fn container_value(c: &Container, resource: &str, limit: bool, defaults: &LimitRangeItem) -> i128 {
     let get = |m: Option<&BTreeMap<String, Quantity>>| {
         m.and_then(|m| m.get(resource))
             .and_then(|q| quantity::parse(&q.0).ok())
             .map(|n| n.0)
     };
     let r = c.resources.as_ref();
-    let lim = get(r.and_then(|r| r.limits.as_ref()))
-        .or_else(|| quantity::parse(default_limit).ok().map(|n| n.0))
-        .unwrap_or(0);
+    let own_limit = get(r.and_then(|r| r.limits.as_ref()));
+    let default_limit = get(defaults.default.as_ref());
     if limit {
-        lim
-    } else {
-        get(r.and_then(|r| r.requests.as_ref())).unwrap_or(lim)
+        return own_limit.or(default_limit).unwrap_or(0);
     }
+    get(r.and_then(|r| r.requests.as_ref()))
+        .or(own_limit)
+        .or_else(|| get(defaults.default_request.as_ref()))
+        .or(default_limit)
+        .unwrap_or(0)
 }
 
 /// Nanos as a quantity: CPU in millicores, bytes in Gi or Mi when whole, else bytes.
@@ -201,7 +196,7 @@ mod tests {
             }
         }))
         .unwrap();
-        let f = of(&[sts], "500m", "512Mi");
+        let f = of(&[sts], &defaults());
         assert_eq!(
             f["requests.cpu"].0, "2000m",
             "the init container's limit is its request"
@@ -235,8 +230,37 @@ mod tests {
             "data": {"config.yaml": k8s_openapi::ByteString(values.as_bytes().to_vec())},
         }))
         .unwrap();
-        let g = of(&[config], "500m", "512Mi");
+        let g = of(&[config], &defaults());
         assert_eq!(g["limits.cpu"].0, "100m");
         assert_eq!(g["requests.memory"].0, "64Mi");
+        // Nothing states ephemeral storage: the LimitRange's defaults count, request and limit.
+        assert_eq!(g["requests.ephemeral-storage"].0, "64Mi");
+        assert_eq!(g["limits.ephemeral-storage"].0, "512Mi");
+        assert_eq!(f["requests.ephemeral-storage"].0, "64Mi");
+    }
+
+    fn defaults() -> LimitRangeItem {
+        let pairs = |items: &[(&str, &str)]| {
+            Some(
+                items
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                    .collect(),
+            )
+        };
+        LimitRangeItem {
+            type_: "Container".into(),
+            default: pairs(&[
+                ("cpu", "500m"),
+                ("memory", "512Mi"),
+                ("ephemeral-storage", "512Mi"),
+            ]),
+            default_request: pairs(&[
+                ("cpu", "100m"),
+                ("memory", "128Mi"),
+                ("ephemeral-storage", "64Mi"),
+            ]),
+            ..LimitRangeItem::default()
+        }
     }
 }

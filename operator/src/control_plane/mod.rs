@@ -84,6 +84,8 @@ pub struct ControlPlane {
     /// The host's API server, which the control plane's pod must reach.
     pub api_server: network::ApiServer,
     pub base_domain: String,
+    /// The Pod Security Standard tenant namespaces enforce; the vCluster enforces it inside too.
+    pub pod_security: String,
     /// The host's Kubernetes version (`helm template --kube-version`).
     pub kube_version: String,
     renderer: chart::Renderer,
@@ -103,6 +105,7 @@ impl ControlPlane {
         operator: Subject,
         api_server: network::ApiServer,
         base_domain: String,
+        pod_security: String,
         kube_version: String,
         reapply: Duration,
     ) -> Self {
@@ -111,6 +114,7 @@ impl ControlPlane {
             operator,
             api_server,
             base_domain,
+            pod_security,
             kube_version,
             renderer: chart::Renderer::default(),
             kinds: apply::Kinds::default(),
@@ -128,12 +132,12 @@ impl ControlPlane {
     pub async fn build(
         &self,
         tenant: &Tenant,
-        default_cpu_limit: &str,
-        default_memory_limit: &str,
+        container_defaults: &k8s_openapi::api::core::v1::LimitRangeItem,
     ) -> std::result::Result<Build, chart::ChartError> {
         let name = tenant.name_any();
         let ns = crate::names::namespace(&name);
-        let values = values::tenant_values(&name, &self.base_domain, &self.settings);
+        let values =
+            values::tenant_values(&name, &self.base_domain, &self.pod_security, &self.settings);
         let objects = self
             .renderer
             .render(&self.settings, &name, &ns, &self.kube_version, &values)
@@ -147,7 +151,7 @@ impl ControlPlane {
             None => vec![],
         };
         Ok(Build {
-            footprint: footprint::of(&objects, default_cpu_limit, default_memory_limit),
+            footprint: footprint::of(&objects, container_defaults),
             route: route::api_route(&name, &self.api_host(&name), &self.settings.api_gateway),
             apps,
             objects,

@@ -7,7 +7,12 @@ use super::{names, settings::VclusterSettings};
 
 /// Values for the tenant's release. Every value here is one the tenant's control plane must
 /// have for KubeSpaces to work, whatever the platform file says.
-pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSettings) -> Value {
+pub fn tenant_values(
+    tenant: &str,
+    base_domain: &str,
+    pod_security: &str,
+    settings: &VclusterSettings,
+) -> Value {
     let ns = crate::names::namespace(tenant);
     let api_host = crate::names::api_host(tenant, base_domain);
     let service = names::RELEASE;
@@ -22,7 +27,6 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
     }
     let mut values = json!({
         "controlPlane": {
-            "distro": {"k8s": {"enabled": true}},
             "proxy": {
                 // The TLSRoute's host is not added to the serving certificate by vCluster, and
                 // TLS passes through the Gateway: the client checks this certificate.
@@ -36,12 +40,25 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
             "statefulSet": {
                 "persistence": {"volumeClaim": volume},
                 "highAvailability": {"replicas": 1},
+                "security": {
+                    "podSecurityContext": restricted_pod(),
+                    "containerSecurityContext": restricted_container(),
+                },
             },
+            // The init container that copies the Kubernetes binaries.
+            "distro": {"k8s": {"enabled": true, "securityContext": restricted_container()}},
+            // The tenant's DNS, a pod synced into the namespace (the chart's container defaults
+            // already drop every capability but NET_BIND_SERVICE and run as non-root).
+            "coredns": {"security": {"podSecurityContext": restricted_pod()}},
             // Behind the operator's own TLSRoute, not the chart's.
             "ingress": {"enabled": false},
         },
-        // The operator owns the namespace's quota and container defaults.
+        // The operator owns the namespace's quota and container defaults. The vCluster enforces
+        // the namespace's Pod Security level inside too (on every namespace, relabelling any a
+        // tenant loosens), so a pod the host would refuse is refused at `kubectl apply`, with the
+        // reason, rather than left unsynced.
         "policies": {
+            "podSecurityStandard": pod_security,
             "resourceQuota": {"enabled": false},
             "limitRange": {"enabled": false},
         },
@@ -62,6 +79,33 @@ pub fn tenant_values(tenant: &str, base_domain: &str, settings: &VclusterSetting
         values["sync"] = super::apps::values(tenant, base_domain)["sync"].take();
     }
     values
+}
+
+/// The user and group the control plane runs as: not root, and not an ID a tenant's image is
+/// likely to pick.
+const CONTROL_PLANE_UID: i64 = 12345;
+
+/// Pod-level settings the `restricted` Pod Security Standard requires, so the control plane runs
+/// in a namespace that enforces it (the platform's default for the tenant's own workloads).
+fn restricted_pod() -> Value {
+    json!({
+        "runAsNonRoot": true,
+        "runAsUser": CONTROL_PLANE_UID,
+        "runAsGroup": CONTROL_PLANE_UID,
+        "fsGroup": CONTROL_PLANE_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    })
+}
+
+/// Container-level settings `restricted` requires; they replace the chart's (which run as root).
+fn restricted_container() -> Value {
+    json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": true,
+        "runAsUser": CONTROL_PLANE_UID,
+        "runAsGroup": CONTROL_PLANE_UID,
+    })
 }
 
 #[cfg(test)]
@@ -89,7 +133,7 @@ mod tests {
 
     #[test]
     fn the_public_host_is_in_the_certificate_and_the_kubeconfig() {
-        let v = tenant_values("team-atlas", "example.com", &settings());
+        let v = tenant_values("team-atlas", "example.com", "restricted", &settings());
         let sans = v["controlPlane"]["proxy"]["extraSANs"].as_array().unwrap();
         assert!(sans.contains(&json!("team-atlas.api.example.com")));
         assert_eq!(
@@ -101,6 +145,10 @@ mod tests {
             "local-path"
         );
         assert_eq!(v["policies"]["resourceQuota"]["enabled"], false);
+        assert_eq!(v["policies"]["podSecurityStandard"], "restricted");
+        let pod = &v["controlPlane"]["statefulSet"]["security"]["podSecurityContext"];
+        assert_eq!(pod["runAsNonRoot"], true);
+        assert_eq!(pod["seccompProfile"]["type"], "RuntimeDefault");
         assert!(v.get("sync").is_none(), "no apps settings, no route sync");
         let mut with_apps = settings();
         with_apps.apps = Some(super::super::settings::AppsSettings {
@@ -108,7 +156,7 @@ mod tests {
             cluster_issuer: "ca".into(),
             port: 443,
         });
-        let v = tenant_values("team-atlas", "example.com", &with_apps);
+        let v = tenant_values("team-atlas", "example.com", "restricted", &with_apps);
         assert_eq!(
             v["sync"]["toHost"]["gatewayApi"]["httpRoutes"]["enabled"],
             true

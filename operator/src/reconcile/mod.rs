@@ -191,12 +191,8 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     let built = match &ctx.control_plane {
         None => None,
         Some(cp) => Some(
-            cp.build(
-                tenant,
-                &ctx.host.default_cpu_limit,
-                &ctx.host.default_memory_limit,
-            )
-            .await,
+            cp.build(tenant, &crate::build::container_defaults(&ctx.host))
+                .await,
         ),
     };
     let (host_config, chart_stalled, build) = match built {
