@@ -12,9 +12,10 @@ use k8s_openapi::api::{
 use kube::{Api, Client, api::PostParams};
 use kubespaces_server::{
     auth::Verifier,
-    config::Config,
+    config::{Config, Limits},
     public_url::PublicUrl,
-    routes::{AppState, router},
+    rate::Rate,
+    routes::{AppState, app},
     store::Tenants,
 };
 use serde_json::Value;
@@ -279,6 +280,13 @@ impl Server {
             max_pending_logins: std::num::NonZeroUsize::new(10_000).expect("not zero"),
             pending_login_ttl_secs: 300,
             oidc_leeway_secs: 5,
+            // The server's defaults, but for the rate of one user's requests:
+            // cli/tests/bench.rs measures how many one user's lists the server can answer.
+            // Tests of the limits set them (acceptance/tests/hostile_user.rs).
+            limits: Limits {
+                rate_limit: Rate::Unlimited,
+                ..Limits::default()
+            },
         };
         tweak(&mut config);
         let verifier = Arc::new(Verifier::new(
@@ -298,7 +306,7 @@ impl Server {
             .unwrap_or_else(|e| panic!("the test server's public URL: {e}"));
         let state = AppState::new(config, public_url, client, verifier, tenants);
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router(state)).await;
+            let _ = axum::serve(listener, app(state)).await;
         });
         Server { url, task }
     }

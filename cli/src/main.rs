@@ -254,7 +254,7 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
                 // Watch first, so the deletion cannot slip by unseen.
                 let stream = session.watch(&name).await?;
                 session.delete(&name).await?;
-                wait_gone(stream, &name, wait.timeout).await?;
+                wait_gone(session, stream, &name, wait.timeout).await?;
                 eprintln!("tenant {name} deleted");
             } else {
                 session.delete(&name).await?;
@@ -386,23 +386,30 @@ async fn wait_ready(session: &mut Session, name: &str, timeout: Duration) -> Res
 }
 
 async fn wait_gone(
-    stream: impl futures::Stream<Item = Result<kubespaces_cli::client::Change>>,
+    session: &mut Session,
+    first: impl futures::Stream<Item = Result<kubespaces_cli::client::Change>> + 'static,
     name: &str,
     timeout: Duration,
 ) -> Result<()> {
     let mut progress = Progress::new();
-    let mut stream = std::pin::pin!(stream);
     let result = tokio::time::timeout(timeout, async {
-        while let Some(change) = stream.next().await {
-            let change = change?;
-            if change.kind == "deleted" {
-                return Ok(());
+        let mut stream: std::pin::Pin<Box<dyn futures::Stream<Item = _>>> = Box::pin(first);
+        loop {
+            while let Some(change) = stream.next().await {
+                let change = change?;
+                if change.kind == "deleted" {
+                    return Ok(());
+                }
+                progress.show(describe(&change.tenant));
             }
-            progress.show(describe(&change.tenant));
+            // The stream ended (it lives no longer than the login it was opened with, or the
+            // server restarted): watch again; a tenant the server no longer has is gone.
+            match session.watch(name).await {
+                Ok(next) => stream = Box::pin(next),
+                Err(CliError::NotFound(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            }
         }
-        Err(CliError::Other(format!(
-            "the live stream ended before tenant {name} was gone; check with: kubespaces tenant get {name}"
-        )))
     })
     .await;
     progress.done();

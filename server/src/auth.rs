@@ -7,7 +7,7 @@
 //! Key rotation: a token signed with a key id the cached JWKS lacks triggers one refetch, at most
 //! once per `min_refresh`, so forged key ids cannot make the server hammer the issuer.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{
     Algorithm, DecodingKey, Validation,
@@ -82,12 +82,24 @@ pub struct Identity {
     pub groups: Vec<String>,
     /// Member of the configured admin group: sees and manages every tenant.
     pub admin: bool,
+    /// When the server stops accepting the token this identity came from (the second after its
+    /// `exp` plus the leeway: the verifier accepts a token through that whole second), in
+    /// seconds since the Unix epoch. Groups, and so admin rights and the right to
+    /// create, are known only from the token: past this the server knows nothing about the
+    /// caller, so streams end and portal sessions with them.
+    pub valid_until: u64,
 }
 
 impl Identity {
     /// May this caller see and act on a tenant owned by `owner`?
     pub fn may_access(&self, owner: &str) -> bool {
         self.admin || self.email == owner
+    }
+
+    /// How long from `now` the token stays valid (zero once it is not).
+    pub fn remaining(&self, now: SystemTime) -> Duration {
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Duration::from_secs(self.valid_until.saturating_sub(now))
     }
 }
 
@@ -110,6 +122,9 @@ impl Audience {
 
 #[derive(Deserialize)]
 struct Claims {
+    /// Required and checked by the validation; kept for [`Identity::valid_until`].
+    #[serde(default)]
+    exp: u64,
     aud: Option<Audience>,
     azp: Option<String>,
     email: Option<String>,
@@ -304,6 +319,7 @@ impl Verifier {
             email,
             groups: claims.groups,
             admin,
+            valid_until: claims.exp.saturating_add(self.leeway).saturating_add(1),
         })
     }
 }
@@ -337,6 +353,20 @@ mod tests {
         // Exact comparison: no prefixes, no case folding.
         assert!(check_azp(&two, Some("kubespaces-evil"), me).is_err());
         assert!(check_azp(&two, Some("KubeSpaces"), me).is_err());
+    }
+
+    #[test]
+    fn the_time_left_counts_down_to_zero() {
+        let identity = Identity {
+            email: "alice@example.com".into(),
+            groups: vec![],
+            admin: false,
+            valid_until: 1_000,
+        };
+        let at = |secs| UNIX_EPOCH + Duration::from_secs(secs);
+        assert_eq!(identity.remaining(at(400)), Duration::from_secs(600));
+        assert_eq!(identity.remaining(at(1_000)), Duration::ZERO);
+        assert_eq!(identity.remaining(at(5_000)), Duration::ZERO);
     }
 
     #[test]

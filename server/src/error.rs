@@ -34,6 +34,12 @@ pub enum ApiError {
     Kube { code: u16, message: String },
     #[error("{0}")]
     Unavailable(String),
+    /// Over a limit of how much or how often (429); `retry_after` in seconds when waiting helps.
+    #[error("{message}")]
+    TooMany {
+        message: String,
+        retry_after: Option<u64>,
+    },
 }
 
 impl ApiError {
@@ -48,6 +54,7 @@ impl ApiError {
                 StatusCode::from_u16(*code).unwrap_or(StatusCode::BAD_GATEWAY)
             }
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 }
@@ -79,11 +86,20 @@ impl From<kube::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
+        let retry_after = match &self {
+            ApiError::TooMany { retry_after, .. } => *retry_after,
+            _ => None,
+        };
         let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

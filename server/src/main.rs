@@ -8,7 +8,7 @@ use kubespaces_server::{
     auth::Verifier,
     config::Config,
     public_url::PublicUrl,
-    routes::{AppState, router},
+    routes::{AppState, app},
     store::Tenants,
 };
 use tracing::{info, warn};
@@ -54,7 +54,7 @@ async fn main() -> anyhow::Result<()> {
         "serving"
     );
     let state = AppState::new(config, public_url, client, verifier, tenants);
-    axum::serve(listener, router(state))
+    axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown())
         .await
         .context("server failed")

@@ -14,6 +14,9 @@ pub struct Metrics {
     pub pending_logins_evicted: Counter,
     /// Pending logins dropped after `--pending-login-ttl-secs`.
     pub pending_logins_expired: Counter,
+    /// Requests refused by `--rate-limit` or `--anonymous-rate-limit` (429): the refusals are
+    /// logged at debug level only, so a flood does not become a flood of log lines.
+    pub rate_limited: Counter,
 }
 
 impl Default for Metrics {
@@ -22,6 +25,7 @@ impl Default for Metrics {
         let pending_logins = Gauge::default();
         let pending_logins_evicted = Counter::default();
         let pending_logins_expired = Counter::default();
+        let rate_limited = Counter::default();
         registry.register(
             "pending_logins",
             "Portal logins begun and not yet finished (bounded by --max-pending-logins)",
@@ -37,11 +41,17 @@ impl Default for Metrics {
             "Pending portal logins dropped after their time to live",
             pending_logins_expired.clone(),
         );
+        registry.register(
+            "rate_limited",
+            "Requests refused with 429 by --rate-limit or --anonymous-rate-limit",
+            rate_limited.clone(),
+        );
         Metrics {
             registry,
             pending_logins,
             pending_logins_evicted,
             pending_logins_expired,
+            rate_limited,
         }
     }
 }
@@ -66,11 +76,13 @@ mod tests {
         m.pending_logins.set(7);
         m.pending_logins_evicted.inc_by(3);
         m.pending_logins_expired.inc();
+        m.rate_limited.inc_by(2);
         let text = m.encode();
         for line in [
             "kubespaces_server_pending_logins 7",
             "kubespaces_server_pending_logins_evicted_total 3",
             "kubespaces_server_pending_logins_expired_total 1",
+            "kubespaces_server_rate_limited_total 2",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }

@@ -19,7 +19,7 @@ use axum::{
     Form, Router,
     extract::{FromRequestParts, Path, Query, State},
     http::{HeaderMap, StatusCode, header, request::Parts},
-    response::{Html, IntoResponse, Redirect, Response},
+    response::{Html, IntoResponse, Redirect, Response, sse::Event},
     routing::{get, post},
 };
 use kubespaces_api::api::Tenant;
@@ -31,6 +31,7 @@ use crate::{
     pending::Pending,
     public_url::PublicUrl,
     routes::{self, AppState, CreateTenant},
+    streams::{Until, changes_stream},
 };
 
 const SESSION_COOKIE: &str = "ks_session";
@@ -109,18 +110,41 @@ impl Portal {
         self.metrics.pending_logins.set(logins.len() as i64);
     }
 
-    fn session(&self, headers: &HeaderMap) -> Option<(Identity, String)> {
+    /// The logged-in browser's identity and CSRF token, if its session is still on: checked on
+    /// every request, so a session ends the moment it expires ([`login`] ends it with its
+    /// token at the latest).
+    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<(Identity, String)> {
         let id = cookie(headers, SESSION_COOKIE)?;
+        self.live_session(&id)
+            .map(|s| (s.identity.clone(), s.csrf.clone()))
+    }
+
+    fn live_session(&self, id: &str) -> Option<SessionView> {
         let mut sessions = self.lock_sessions();
-        match sessions.get(&id) {
-            Some(s) if s.expires > Instant::now() => Some((s.identity.clone(), s.csrf.clone())),
+        match sessions.get(id) {
+            Some(s) if s.expires > Instant::now() => Some(SessionView {
+                identity: s.identity.clone(),
+                csrf: s.csrf.clone(),
+                expires: s.expires,
+            }),
             Some(_) => {
-                sessions.remove(&id);
+                sessions.remove(id);
                 None
             }
             None => None,
         }
     }
+
+    /// Is the session still on (not expired, not logged out)?
+    fn session_alive(&self, id: &str) -> bool {
+        self.live_session(id).is_some()
+    }
+}
+
+struct SessionView {
+    identity: Identity,
+    csrf: String,
+    expires: Instant,
 }
 
 /// The logged-in browser: its identity and CSRF token. Without a session: to the login page.
@@ -129,15 +153,36 @@ pub struct Browser {
     csrf: String,
 }
 
+/// The logged-in browser's session, for its live stream: which session, until when.
+struct BrowserSession {
+    identity: Identity,
+    id: String,
+    expires: Instant,
+}
+
+impl FromRequestParts<AppState> for BrowserSession {
+    type Rejection = StatusCode;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, StatusCode> {
+        let id = cookie(&parts.headers, SESSION_COOKIE).ok_or(StatusCode::UNAUTHORIZED)?;
+        let session = state
+            .portal
+            .live_session(&id)
+            .ok_or(StatusCode::UNAUTHORIZED)?;
+        Ok(BrowserSession {
+            identity: session.identity,
+            id,
+            expires: session.expires,
+        })
+    }
+}
+
 impl FromRequestParts<AppState> for Browser {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         match state.portal.session(&parts.headers) {
             Some((identity, csrf)) => Ok(Browser { identity, csrf }),
-            None if parts.uri.path().starts_with("/portal/events") => {
-                Err(StatusCode::UNAUTHORIZED.into_response())
-            }
             None => Err(Redirect::to("/login").into_response()),
         }
     }
@@ -330,7 +375,8 @@ document.getElementById('api').textContent=(s.endpoints||{}).api||'';\
 document.getElementById('apps').textContent=(s.endpoints||{}).apps||'';\
 const c=(s.conditions||[]).find(c=>c.status!=='True'&&!['Reconciling','Stalled','Synced','Ready'].includes(c.type));\
 document.getElementById('waiting').textContent=c?('Waiting for '+c.type+': '+(c.message||c.reason)):'';});\
-es.addEventListener('deleted',()=>{p.textContent='Deleted';});";
+es.addEventListener('deleted',()=>{p.textContent='Deleted';});\
+es.addEventListener('expired',e=>{es.close();document.getElementById('waiting').textContent=e.data;});";
 
 fn tenant_body(name: &str, tenant: &Tenant) -> String {
     let endpoints = tenant.status.as_ref().and_then(|s| s.endpoints.as_ref());
@@ -373,12 +419,27 @@ struct EventsQuery {
     name: Option<String>,
 }
 
+/// The tenant page's live stream: counted among the user's streams, and ended with the session
+/// (its expiry, at the latest its token's, or a logout) by an `expired` event the page shows.
 async fn events(
     State(state): State<AppState>,
-    b: Browser,
+    b: BrowserSession,
     Query(q): Query<EventsQuery>,
 ) -> Response {
-    routes::changes_stream(&state, b.identity, q.name).into_response()
+    let slot = match state.streams.acquire(&b.identity.email) {
+        Ok(slot) => slot,
+        Err(e) => return e.into_response(),
+    };
+    let portal = state.portal.clone();
+    let id = b.id;
+    let until = Until {
+        deadline: tokio::time::Instant::from_std(b.expires),
+        still: Some(Box::new(move || portal.session_alive(&id))),
+        last: Event::default()
+            .event("expired")
+            .data("your session has ended: log in again to follow this tenant"),
+    };
+    changes_stream(&state, b.identity, q.name, until, slot).into_response()
 }
 
 #[cfg(test)]
@@ -418,6 +479,7 @@ mod tests {
                 email: "alice@example.com".into(),
                 groups: vec![],
                 admin: false,
+                valid_until: 0,
             },
             csrf: "token".into(),
         };

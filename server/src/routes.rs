@@ -2,20 +2,18 @@
 //! tenant only when the caller owns it or is an admin; a tenant the caller may not see is
 //! answered exactly like one that does not exist.
 
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
-    extract::{FromRequestParts, Path, Query, Request, State},
-    http::{StatusCode, header, request::Parts},
-    middleware::{self, Next},
-    response::{
-        IntoResponse, Response,
-        sse::{Event, KeepAlive, Sse},
+    extract::{
+        FromRequestParts, Path, Query, Request, State, connect_info::IntoMakeServiceWithConnectInfo,
     },
+    http::{HeaderMap, StatusCode, header, request::Parts},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
     routing::get,
 };
-use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client, ResourceExt,
@@ -27,17 +25,19 @@ use kubespaces_api::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use tokio_stream::wrappers::BroadcastStream;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::{
     auth::{Identity, Verifier},
+    bounds::{self, CreateRate},
     config::Config,
     error::ApiError,
     metrics::Metrics,
     portal::Portal,
     public_url::PublicUrl,
-    store::{Change, Tenants},
+    rate_limit::{self, Checked, RequestLimits},
+    store::Tenants,
+    streams::{StreamSlots, Until, changes_stream},
 };
 
 /// Field manager of the Tenants this server creates.
@@ -52,6 +52,9 @@ pub struct AppState {
     pub public_url: PublicUrl,
     pub portal: Arc<Portal>,
     pub metrics: Arc<Metrics>,
+    pub request_limits: Arc<RequestLimits>,
+    pub create_rate: Arc<CreateRate>,
+    pub streams: Arc<StreamSlots>,
 }
 
 impl AppState {
@@ -75,12 +78,28 @@ impl AppState {
             tenants,
             client,
             verifier,
+            request_limits: Arc::new(RequestLimits::new(&config.limits)),
+            create_rate: Arc::new(CreateRate::new(&config.limits)),
+            streams: StreamSlots::new(config.limits.max_streams_per_user),
             config: Arc::new(config),
             public_url,
             portal,
             metrics,
         }
     }
+}
+
+/// The bearer token of a request, if it has one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
 }
 
 /// The authenticated caller.
@@ -90,17 +109,11 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|t| !t.is_empty());
-        let Some(token) = token else {
+        // The rate limit verified the token already (it counts requests per user).
+        if let Some(Checked(identity)) = parts.extensions.get::<Checked>() {
+            return identity.clone().map(Caller).ok_or(ApiError::Unauthorized);
+        }
+        let Some(token) = bearer(&parts.headers) else {
             debug!("refused: no bearer token");
             return Err(ApiError::Unauthorized);
         };
@@ -115,8 +128,15 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// The server as `axum::serve` takes it: the router, told each connection's peer address (the
+/// rate limit of requests without a login counts by it).
+pub fn app(state: AppState) -> IntoMakeServiceWithConnectInfo<Router, SocketAddr> {
+    router(state).into_make_service_with_connect_info::<SocketAddr>()
+}
+
 pub fn router(state: AppState) -> Router {
     let headers = crate::headers::layer(&state.public_url);
+    let limit = middleware::from_fn_with_state(state.clone(), rate_limit::limit);
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -127,6 +147,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/tenants/{name}/kubeconfig", get(kubeconfig))
         .route("/api/v1/watch/tenants", get(watch))
         .merge(crate::portal::routes())
+        // Inside the trace and the headers, so a 429 is logged and carries the headers too.
+        .layer(limit)
         .layer(middleware::from_fn(trace))
         // Outermost, so no response escapes it (404s and 405s of the router included).
         .layer(headers)
@@ -267,6 +289,22 @@ pub async fn create_tenant(
         Some(owner) => owner,
         None => caller.email.clone(),
     };
+    // The bounds, cheapest first; the rate counts only creates that reach the Kubernetes API.
+    // The count is the watch cache's: creates in flight are not in it yet, so concurrent
+    // creates may pass it by up to the --create-rate burst.
+    let limits = &state.config.limits;
+    let admin_group = state.config.admin_group.as_deref();
+    bounds::may_create(limits, admin_group, caller)?;
+    let owned = state.tenants.list(|t| t.spec.owner == owner).len();
+    bounds::within_count(limits, admin_group, caller, &owner, owned)?;
+    bounds::within_size(
+        limits,
+        admin_group,
+        &body.cpu,
+        &body.memory,
+        body.storage.as_deref(),
+    )?;
+    state.create_rate.check(admin_group, caller)?;
     let tenant = Tenant::new(
         &body.name,
         TenantSpec::new(&owner, &body.cpu, &body.memory, body.storage.as_deref()),
@@ -395,44 +433,14 @@ pub struct WatchQuery {
 
 /// Server-sent events: first every visible tenant (`applied`), then each change as it happens
 /// (`applied` or `deleted`), filtered like the list. Ends when the caller falls too far behind
-/// (reconnect to resynchronise).
+/// (reconnect to resynchronise) and when the token expires ([`crate::streams`]); at most
+/// `--max-streams-per-user` at once.
 async fn watch(
     State(state): State<AppState>,
     Caller(caller): Caller,
     Query(query): Query<WatchQuery>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    changes_stream(&state, caller, query.name)
-}
-
-/// The live stream for `caller` (only `name` when given). Shared with the portal.
-pub fn changes_stream(
-    state: &AppState,
-    caller: Identity,
-    name: Option<String>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
-    let wanted = move |t: &Tenant| {
-        caller.may_access(&t.spec.owner) && name.as_ref().is_none_or(|n| *n == t.name_any())
-    };
-    // Subscribe before the snapshot, so nothing between the two is lost.
-    let changes = BroadcastStream::new(state.tenants.subscribe());
-    let initial: Vec<Change> = state
-        .tenants
-        .list(&wanted)
-        .into_iter()
-        .map(|tenant| Change {
-            kind: "applied",
-            tenant,
-        })
-        .collect();
-    let live = changes
-        .take_while(|c| futures::future::ready(c.is_ok()))
-        .filter_map(move |c| futures::future::ready(c.ok().filter(|c| wanted(&c.tenant))));
-    let stream = futures::stream::iter(initial).chain(live).map(|change| {
-        let event = Event::default()
-            .event(change.kind)
-            .json_data(view(&change.tenant))
-            .unwrap_or_else(|_| Event::default().event("error"));
-        Ok(event)
-    });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+) -> Result<Response, ApiError> {
+    let slot = state.streams.acquire(&caller.email)?;
+    let until = Until::token(&caller);
+    Ok(changes_stream(&state, caller, query.name, until, slot).into_response())
 }

@@ -18,8 +18,17 @@ use tracing::{debug, info, warn};
 use super::{Browser, LOGIN_COOKIE, Portal, SESSION_COOKIE, Session, cookie, set_cookie};
 use crate::{error::ApiError, routes::AppState};
 
-/// How long a portal session lasts.
+/// How long a portal session lasts at most; it ends with its ID token if that ends first
+/// ([`session_ttl`]).
 const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+
+/// A session lasts 8 hours or until its ID token expires, whichever comes first: the user's
+/// groups (admin rights, the right to create) are known only from that token, so past its
+/// expiry the server no longer knows them. The issuer's own login session usually makes the
+/// next login a pair of redirects.
+pub(super) fn session_ttl(token_remaining: Duration) -> Duration {
+    SESSION_TTL.min(token_remaining)
+}
 
 /// What the callback needs of the login it completes. The redirect URI is not kept: it is the
 /// same for every login.
@@ -199,6 +208,7 @@ pub(super) async fn callback(
         return Err(refused());
     }
     let session = random();
+    let ttl = session_ttl(identity.remaining(std::time::SystemTime::now()));
     {
         let mut sessions = state.portal.lock_sessions();
         sessions.retain(|_, s| s.expires > Instant::now());
@@ -207,7 +217,7 @@ pub(super) async fn callback(
             Session {
                 identity: identity.clone(),
                 csrf: random(),
-                expires: Instant::now() + SESSION_TTL,
+                expires: Instant::now() + ttl,
             },
         );
     }
@@ -215,7 +225,7 @@ pub(super) async fn callback(
     let mut response = Redirect::to("/").into_response();
     let headers = response.headers_mut();
     for c in [
-        set_cookie(SESSION_COOKIE, &session, SESSION_TTL.as_secs()),
+        set_cookie(SESSION_COOKIE, &session, ttl.as_secs()),
         set_cookie(LOGIN_COOKIE, "", 0),
     ] {
         if let Ok(v) = c.parse() {
@@ -247,4 +257,17 @@ pub(super) async fn logout(
         Redirect::to("/"),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_ends_with_its_token_or_after_8_hours() {
+        let ten_minutes = Duration::from_secs(600);
+        assert_eq!(session_ttl(ten_minutes), ten_minutes);
+        assert_eq!(session_ttl(Duration::from_secs(24 * 3600)), SESSION_TTL);
+        assert_eq!(session_ttl(Duration::ZERO), Duration::ZERO);
+    }
 }

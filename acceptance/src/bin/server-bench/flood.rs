@@ -53,6 +53,7 @@ struct Counters {
     logins_unexpected: AtomicU64,
     forged: AtomicU64,
     forged_unexpected: AtomicU64,
+    throttled: AtomicU64,
     errors: AtomicU64,
     streams_opened: AtomicU64,
     streams_failed: AtomicU64,
@@ -68,6 +69,9 @@ pub struct Report {
     /// Forged tokens answered 401, and otherwise (a forged token let in would be one).
     pub forged: u64,
     pub forged_unexpected: u64,
+    /// Requests of the two loops the server's per-address rate limit answered 429: the bound at
+    /// work.
+    pub throttled: u64,
     /// Requests of the two loops that got no answer at all.
     pub errors: u64,
     pub streams_opened: u64,
@@ -142,6 +146,8 @@ impl Flood {
                         Ok(r) => {
                             let counter = if r.status().is_redirection() {
                                 &c.logins
+                            } else if r.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                                &c.throttled
                             } else {
                                 &c.logins_unexpected
                             };
@@ -165,6 +171,8 @@ impl Flood {
                         Ok(r) => {
                             let counter = if r.status() == reqwest::StatusCode::UNAUTHORIZED {
                                 &c.forged
+                            } else if r.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                                &c.throttled
                             } else {
                                 &c.forged_unexpected
                             };
@@ -197,6 +205,7 @@ impl Flood {
             logins_unexpected: c.logins_unexpected.load(Relaxed),
             forged: c.forged.load(Relaxed),
             forged_unexpected: c.forged_unexpected.load(Relaxed),
+            throttled: c.throttled.load(Relaxed),
             errors: c.errors.load(Relaxed),
             streams_opened: c.streams_opened.load(Relaxed),
             streams_failed: c.streams_failed.load(Relaxed),

@@ -52,8 +52,8 @@ pub fn print_side(round: usize, side: &Side, max_pending: usize) {
         let rate = |n: u64| n as f64 / f.secs;
         println!(
             "    flood {:.1} s: /login {:.0}/s ({} redirected to Dex, {} otherwise), forged tokens \
-             {:.0}/s ({} refused 401, {} otherwise), {} unanswered; streams: {} opened, {} still \
-             open at the end, {} refused",
+             {:.0}/s ({} refused 401, {} otherwise), {} of both throttled 429, {} unanswered; \
+             streams: {} opened, {} still open at the end, {} refused",
             f.secs,
             rate(f.logins + f.logins_unexpected),
             f.logins,
@@ -61,6 +61,7 @@ pub fn print_side(round: usize, side: &Side, max_pending: usize) {
             rate(f.forged + f.forged_unexpected),
             f.forged,
             f.forged_unexpected,
+            f.throttled,
             f.errors,
             f.streams_opened,
             f.streams_held,
