@@ -120,6 +120,9 @@ install() {
   # Tenant control planes where the cluster has what they need (a real node with the platform
   # Gateway and a volume provisioner): the local images and the Gateway's addresses.
   local cp=(--set-string controlPlane.kind=none)
+  # The platform's maxima per Tenant, above what any test asks for (validation.rs tests them).
+  local maxima=(--set-string tenants.maxima.cpu=64 --set-string tenants.maxima.memory=256Gi
+                --set-string tenants.maxima.storage=1Ti)
   if [ -n "${KUBESPACES_API_GATEWAY:-}" ] && [ -f "$VCLUSTER_VALUES" ]; then
     KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" vcluster "$STATE" >/dev/null
     { printf 'controlPlane:\n  vcluster:\n    values:\n'; sed 's/^/      /' "$VCLUSTER_VALUES"; } >"$STATE/chart-vcluster-values.yaml"
@@ -135,10 +138,10 @@ install() {
            --set-string controlPlane.apps.clusterIssuer="$KUBESPACES_APPS_CLUSTER_ISSUER")
     fi
   fi
-  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${cp[*]} $*"
+  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${maxima[*]} ${cp[*]} $*"
   if ! helm_ upgrade --install "$RELEASE" "$CHART" -n "$NAMESPACE" --create-namespace \
        --set-string image.repository="${image%:*}" --set-string image.tag="${image##*:}" \
-       "${cp[@]}" --wait --timeout 180s "$@" >/dev/null; then
+       "${maxima[@]}" "${cp[@]}" --wait --timeout 180s "$@" >/dev/null; then
     "$K" -n "$NAMESPACE" get pods -o wide >&3 || true
     "$K" -n "$NAMESPACE" describe pods -l "$SELECTOR" | tail -n 40 >&3 || true
     logs "$STATE"

@@ -357,3 +357,42 @@ async fn the_owner_cannot_change() {
     );
     assert_eq!(owner, "alice@example.com");
 }
+
+/// The platform's maxima per Tenant (the chart's `tenants.maxima`, 64 CPUs, 256Gi and 1Ti on the
+/// harness's cluster) hold at admission, whoever writes the Tenant: more is refused naming the
+/// field, the maximum and who can raise it; exactly the maximum is admitted.
+#[tokio::test]
+async fn a_tenant_larger_than_the_platform_maxima_is_refused() {
+    let env = Env::get();
+    for (field, over, max) in [
+        ("cpu", "64001m", "64"),
+        ("memory", "257Gi", "256Gi"),
+        ("storage", "2Ti", "1Ti"),
+    ] {
+        let mut resources = vec![("cpu", "1"), ("memory", "1Gi")];
+        resources.retain(|(f, _)| *f != field);
+        resources.push((field, over));
+        let listed: String = resources
+            .iter()
+            .map(|(f, v)| format!("    {f}: {v}\n"))
+            .collect();
+        let manifest = spec(
+            "maxima-check",
+            &format!("  owner: alice@example.com\n  resources:\n{listed}"),
+        );
+        let out = env.kubectl(&["apply", "-f", "-", "--dry-run=server"], Some(&manifest));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && err.contains(&format!("spec.resources.{field}: {over}"))
+                && err.contains(&format!("at most {max}"))
+                && err.contains(&format!("tenants.maxima.{field}")),
+            "{field} {over}: {err}"
+        );
+    }
+    let manifest = spec(
+        "maxima-check",
+        "  owner: alice@example.com\n  resources:\n    cpu: 64\n    memory: 256Gi\n    storage: 1Ti\n",
+    );
+    env.kubectl_ok(&["apply", "-f", "-", "--dry-run=server"], Some(&manifest));
+}
