@@ -24,7 +24,21 @@ pub struct Config {
     pub streams: usize,
     pub login_workers: usize,
     pub forged_workers: usize,
+    /// Requests per second of each loop, 0 for unbounded.
+    pub rate: u32,
     pub threads: usize,
+}
+
+/// Paces one worker of a loop of `workers` at `rate` requests per second in all: ticks at the
+/// worker's share, skipping (never bunching) the ticks a slow answer made it miss. None: unpaced.
+fn pacer(rate: u32, workers: usize) -> Option<tokio::time::Interval> {
+    if rate == 0 {
+        return None;
+    }
+    let period = Duration::from_secs_f64(workers.max(1) as f64 / f64::from(rate));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    Some(tick)
 }
 
 /// Two tokens Dex never issued, both claiming to be `USER` in the admin group with a valid
@@ -140,8 +154,13 @@ impl Flood {
         for _ in 0..config.login_workers {
             let (http, url) = (http.clone(), format!("{base}/login"));
             let (stop, c) = (stop.clone(), counters.clone());
+            let (rate, n) = (config.rate, config.login_workers);
             workers.push(runtime.spawn(async move {
+                let mut pace = pacer(rate, n);
                 while !stop.load(Relaxed) {
+                    if let Some(tick) = pace.as_mut() {
+                        tick.tick().await;
+                    }
                     match http.get(&url).send().await {
                         Ok(r) => {
                             let counter = if r.status().is_redirection() {
@@ -162,9 +181,14 @@ impl Flood {
         for w in 0..config.forged_workers {
             let (http, url) = (http.clone(), format!("{base}/api/v1/tenants"));
             let (stop, c, forged) = (stop.clone(), counters.clone(), forged.to_vec());
+            let (rate, n) = (config.rate, config.forged_workers);
             workers.push(runtime.spawn(async move {
+                let mut pace = pacer(rate, n);
                 let mut i = w;
                 while !stop.load(Relaxed) {
+                    if let Some(tick) = pace.as_mut() {
+                        tick.tick().await;
+                    }
                     i += 1;
                     let token = &forged[i % forged.len()];
                     match http.get(&url).bearer_auth(token).send().await {

@@ -61,6 +61,12 @@ struct Args {
     /// Loops of `GET /api/v1/tenants` with forged tokens.
     #[arg(long, default_value_t = 4)]
     forged_workers: usize,
+    /// Requests per second of each of the two loops (`/login`, forged tokens), spread over its
+    /// workers: a bounded flood. 0: as fast as the server answers, which on one machine measures
+    /// the flood's client as much as the server (it competes for the same cores, and refusals
+    /// with 429 come back in microseconds).
+    #[arg(long, default_value_t = 500)]
+    flood_rate: u32,
     /// Threads of the flood's client (at most this many cores).
     #[arg(long, default_value_t = 1)]
     flood_threads: usize,
@@ -170,6 +176,7 @@ async fn main() -> Result<()> {
             streams: args.streams,
             login_workers: args.login_workers,
             forged_workers: args.forged_workers,
+            rate: args.flood_rate,
             threads: args.flood_threads,
         },
         forged,
@@ -180,13 +187,15 @@ async fn main() -> Result<()> {
     let a = &ctx.args;
     println!(
         "server {}: --max-pending-logins {} --pending-login-ttl-secs {}; flood: {} streams, {} \
-         /login loops, {} forged-token loops, {} client thread(s), {} s before the timed lists",
+         /login loops and {} forged-token loops at {} requests/s each (0: unbounded), {} client \
+         thread(s), {} s before the timed lists",
         a.server,
         a.max_pending_logins,
         a.pending_login_ttl_secs,
         a.streams,
         a.login_workers,
         a.forged_workers,
+        a.flood_rate,
         a.flood_threads,
         a.settle_secs
     );
