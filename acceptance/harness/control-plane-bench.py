@@ -103,15 +103,23 @@ def tenant_values(tenant, ns):
     volume = {"enabled": True, "retentionPolicy": "Retain"}
     if E.get("KUBESPACES_STORAGE_CLASS"):
         volume["storageClass"] = E["KUBESPACES_STORAGE_CLASS"]
+    uid = 12345
+    pod = {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid,
+           "seccompProfile": {"type": "RuntimeDefault"}}
+    container = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                 "runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid}
     return {
         "controlPlane": {
-            "distro": {"k8s": {"enabled": True}},
+            "distro": {"k8s": {"enabled": True, "securityContext": container}},
             "proxy": {"extraSANs": [host, f"{RELEASE}.{ns}.svc", f"{RELEASE}.{ns}.svc.cluster.local"]},
             "service": {"spec": {"type": "ClusterIP"}},
-            "statefulSet": {"persistence": {"volumeClaim": volume}, "highAvailability": {"replicas": 1}},
+            "statefulSet": {"persistence": {"volumeClaim": volume}, "highAvailability": {"replicas": 1},
+                            "security": {"podSecurityContext": pod, "containerSecurityContext": container}},
             "ingress": {"enabled": False},
+            "coredns": {"security": {"podSecurityContext": pod}},
         },
-        "policies": {"resourceQuota": {"enabled": False}, "limitRange": {"enabled": False}},
+        "policies": {"podSecurityStandard": "restricted",
+                     "resourceQuota": {"enabled": False}, "limitRange": {"enabled": False}},
         "exportKubeConfig": {"context": tenant, "server": f"https://{host}:443"},
         "telemetry": {"enabled": False},
         "experimental": {"syncSettings": {"setOwner": False}},

@@ -52,7 +52,8 @@ pub struct HostConfig {
         default_value = DEFAULT_BASE_DOMAIN
     )]
     pub base_domain: String,
-    /// Pod Security Standard enforced in tenant namespaces (baseline or restricted).
+    /// Pod Security Standard enforced in tenant namespaces and inside each tenant's vCluster
+    /// (restricted or baseline).
     /// `privileged` is not offered: it enforces nothing, so a tenant's pods could run
     /// privileged, use host namespaces and mount host paths, i.e. take over the node and every
     /// tenant on it (and the operator's bounds refuse such a namespace).
