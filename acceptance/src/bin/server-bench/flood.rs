@@ -151,62 +151,22 @@ impl Flood {
         }
         let http = user::http(false);
         let mut workers = Vec::new();
-        for _ in 0..config.login_workers {
-            let (http, url) = (http.clone(), format!("{base}/login"));
-            let (stop, c) = (stop.clone(), counters.clone());
-            let (rate, n) = (config.rate, config.login_workers);
-            workers.push(runtime.spawn(async move {
-                let mut pace = pacer(rate, n);
-                while !stop.load(Relaxed) {
-                    if let Some(tick) = pace.as_mut() {
-                        tick.tick().await;
-                    }
-                    match http.get(&url).send().await {
-                        Ok(r) => {
-                            let counter = if r.status().is_redirection() {
-                                &c.logins
-                            } else if r.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                                &c.throttled
-                            } else {
-                                &c.logins_unexpected
-                            };
-                            counter.fetch_add(1, Relaxed);
-                            let _ = r.bytes().await;
-                        }
-                        Err(_) => failed(&c).await,
-                    }
-                }
-            }));
-        }
-        for w in 0..config.forged_workers {
-            let (http, url) = (http.clone(), format!("{base}/api/v1/tenants"));
-            let (stop, c, forged) = (stop.clone(), counters.clone(), forged.to_vec());
-            let (rate, n) = (config.rate, config.forged_workers);
-            workers.push(runtime.spawn(async move {
-                let mut pace = pacer(rate, n);
-                let mut i = w;
-                while !stop.load(Relaxed) {
-                    if let Some(tick) = pace.as_mut() {
-                        tick.tick().await;
-                    }
-                    i += 1;
-                    let token = &forged[i % forged.len()];
-                    match http.get(&url).bearer_auth(token).send().await {
-                        Ok(r) => {
-                            let counter = if r.status() == reqwest::StatusCode::UNAUTHORIZED {
-                                &c.forged
-                            } else if r.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                                &c.throttled
-                            } else {
-                                &c.forged_unexpected
-                            };
-                            counter.fetch_add(1, Relaxed);
-                            let _ = r.bytes().await;
-                        }
-                        Err(_) => failed(&c).await,
-                    }
-                }
-            }));
+        for (kind, n, path) in [
+            (Loop::Login, config.login_workers, "/login"),
+            (Loop::Forged, config.forged_workers, "/api/v1/tenants"),
+        ] {
+            for w in 0..n {
+                let worker = Worker {
+                    kind,
+                    http: http.clone(),
+                    url: format!("{base}{path}"),
+                    tokens: forged.to_vec(),
+                    index: w,
+                    workers: n,
+                    rate: config.rate,
+                };
+                workers.push(runtime.spawn(worker.run(stop.clone(), counters.clone())));
+            }
         }
         Ok(Flood {
             runtime: Some(runtime),
@@ -254,6 +214,65 @@ impl Drop for Flood {
         self.stop.store(true, Relaxed);
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
+        }
+    }
+}
+
+/// The two loops of the flood.
+#[derive(Clone, Copy)]
+enum Loop {
+    /// Unauthenticated `GET /login`: a redirect to Dex is the expected answer.
+    Login,
+    /// `GET /api/v1/tenants` with a forged token: 401 is the expected answer.
+    Forged,
+}
+
+/// One worker of a loop: paced requests until the flood stops, each answer counted as expected,
+/// throttled (429: the server's per-address bound) or otherwise.
+struct Worker {
+    kind: Loop,
+    http: reqwest::Client,
+    url: String,
+    tokens: Vec<String>,
+    index: usize,
+    workers: usize,
+    rate: u32,
+}
+
+impl Worker {
+    async fn run(self, stop: Arc<AtomicBool>, c: Arc<Counters>) {
+        let mut pace = pacer(self.rate, self.workers);
+        let (expected, unexpected) = match self.kind {
+            Loop::Login => (&c.logins, &c.logins_unexpected),
+            Loop::Forged => (&c.forged, &c.forged_unexpected),
+        };
+        let mut i = self.index;
+        while !stop.load(Relaxed) {
+            if let Some(tick) = pace.as_mut() {
+                tick.tick().await;
+            }
+            let request = self.http.get(&self.url);
+            let request = match self.kind {
+                Loop::Login => request,
+                Loop::Forged => {
+                    i += 1;
+                    request.bearer_auth(&self.tokens[i % self.tokens.len()])
+                }
+            };
+            match request.send().await {
+                Ok(r) => {
+                    let status = r.status();
+                    let counter = match self.kind {
+                        Loop::Login if status.is_redirection() => expected,
+                        Loop::Forged if status == reqwest::StatusCode::UNAUTHORIZED => expected,
+                        _ if status == reqwest::StatusCode::TOO_MANY_REQUESTS => &c.throttled,
+                        _ => unexpected,
+                    };
+                    counter.fetch_add(1, Relaxed);
+                    let _ = r.bytes().await;
+                }
+                Err(_) => failed(&c).await,
+            }
         }
     }
 }
