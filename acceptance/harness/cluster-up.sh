@@ -78,7 +78,7 @@ K="$BIN/kubectl"
 
 # Fresh state, but keep the directory itself (it may hold the lock and the caller's files) and the
 # node's image store (STATE/node/containerd/root: a cache, so a warm start imports no image).
-rm -rf "$STATE/pki" "$STATE/logs" "$STATE/run" "$STATE/kubeconfig" "$STATE/env" "$STATE/scheduler.yaml" \
+rm -rf "$STATE/pki" "$STATE/logs" "$STATE/run" "$STATE/kubeconfig" "$STATE/kube-controller-manager.kubeconfig" "$STATE/env" "$STATE/scheduler.yaml" \
   "$STATE/apps-ca.crt"
 if [ -d "$STATE/node/containerd/root" ]; then
   find "$STATE/node" -mindepth 1 -maxdepth 1 ! -name containerd -exec rm -rf {} +
@@ -131,6 +131,10 @@ EOF
   client_cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
   client_cert kube-proxy "/CN=system:kube-proxy"
   client_cert kube-router "/CN=kubespaces:kube-router"
+  # The controller-manager as itself (RBAC's system:kube-controller-manager), each controller then
+  # under its own ServiceAccount (--use-service-account-credentials), as kubeadm runs it: what a
+  # ReplicaSet or StatefulSet controller makes meets admission as that controller, not as an admin.
+  client_cert kube-controller-manager "/CN=system:kube-controller-manager"
   # The kubelet's serving certificate, which the API server verifies (--kubelet-certificate-authority).
   sign_cert kubelet-serving "/CN=system:node:$NODE_NAME" serverAuth "DNS:$NODE_NAME,IP:$NODE_IP"
   openssl genrsa -out sa.key 2048 2>/dev/null
@@ -220,6 +224,23 @@ current-context: kubespaces-local
 EOF
 )
 export KUBECONFIG="$STATE/kubeconfig"
+(
+  umask 077
+  cat >"$STATE/kube-controller-manager.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubespaces-local
+  cluster: {server: "${API}", certificate-authority: "$P/ca.crt"}
+users:
+- name: kube-controller-manager
+  user: {client-certificate: "$P/kube-controller-manager.crt", client-key: "$P/kube-controller-manager.key"}
+contexts:
+- name: kubespaces-local
+  context: {cluster: kubespaces-local, user: kube-controller-manager}
+current-context: kubespaces-local
+EOF
+)
 {
   printf 'export KUBECONFIG=%q\n' "$KUBECONFIG"
   printf 'export KUBESPACES_KUBECTL=%q\n' "$K"
@@ -288,8 +309,8 @@ fi
 # SA private key), root CA publisher, node lifecycle (removes the not-ready taint kwok nodes start with).
 log "starting kube-controller-manager"
 start_bg "$STATE" kube-controller-manager "${NODE_EXEC[@]}" "$BIN/kube-controller-manager" \
-  --kubeconfig="$KUBECONFIG" --leader-elect=false --controllers='*' \
-  --use-service-account-credentials=false \
+  --kubeconfig="$STATE/kube-controller-manager.kubeconfig" --leader-elect=false --controllers='*' \
+  --use-service-account-credentials=true \
   --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
   --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
   --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \

@@ -1,7 +1,8 @@
 //! Hostile tenants (issue 18): a tenant who attacks the platform gets nothing beyond its own
 //! namespace. Each attack is played for real by the tenant `mallory`, as its owner on the host
 //! (kubectl as `mallory@example.com`, and with the token of its vCluster's ServiceAccount, which
-//! the owner can mint) and as cluster-admin inside its vCluster (the kubeconfig it was handed),
+//! a tenant that steered its syncer would hold) and as cluster-admin inside its vCluster (the
+//! kubeconfig it was handed),
 //! against the shared operator the chart installed and the platform's Gateway. The victim is a
 //! web page in the namespace of another tenant, `victim`. docs/security.md lists each path and
 //! the step below that plays it. Every step is played and each attack that works is reported, so
@@ -20,8 +21,8 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     hostile::{
-        As, curl_app, kubectl_as, owner_writes_secret, refused_by, self_signed, tenant_warnings,
-        try_create,
+        As, curl_app, kubectl_as, plant_control_plane_secret, refused_by, self_signed,
+        tenant_warnings, try_create,
     },
     oidc::{Dex, Server},
     pods::{
@@ -41,6 +42,8 @@ use serde_json::json;
 
 #[path = "hostile_tenant/apps_certificate.rs"]
 mod apps_certificate;
+#[path = "hostile_tenant/control_plane.rs"]
+mod control_plane;
 #[path = "hostile_tenant/operator_bounds.rs"]
 mod operator_bounds;
 #[path = "hostile_tenant/placement.rs"]
@@ -122,6 +125,7 @@ async fn a_hostile_tenant_gets_nothing_beyond_its_namespace() {
     open.extend(operator_bounds::stolen_operator_token(&scene));
     open.extend(apps_certificate::planted_apps_certificate(&scene).await);
     open.extend(placement::placement_and_volumes(&scene).await);
+    open.extend(control_plane::control_plane_takeover(&scene).await);
     assert!(
         open.is_empty(),
         "{} attacks of {MALLORY}'s worked:\n\n{}",
@@ -318,30 +322,26 @@ async fn refused_inside(s: &Scene, name: &str, manifest: &str, what: &str) -> Op
     outcome.err()
 }
 
-/// Steps 2 to 5, on the host, as the owner and with its vCluster syncer's own token (the owner
-/// may mint it): each write that would reach past the namespace.
+/// Steps 2 to 5, on the host, as the owner and with its vCluster syncer's own token: each write
+/// that would reach past the namespace. The owner may no longer mint that token (step 11); it is
+/// minted here as the platform's admin, for a syncer the tenant found a way to steer.
 fn host_side_guards(s: &Scene) -> Vec<String> {
     let (env, ns, owner) = (&s.env, s.ns.as_str(), As::Owner(OWNER));
-    let minted = kubectl_as(
-        env,
-        owner,
-        &[
-            "-n",
-            ns,
-            "create",
-            "token",
-            "vc-vcluster",
-            "--duration",
-            "10m",
-        ],
-        None,
-    );
-    let token = String::from_utf8_lossy(&minted.stdout).trim().to_owned();
-    assert!(
-        !token.is_empty(),
-        "the owner mints the syncer's token: {}",
-        text(&minted)
-    );
+    let token = env
+        .kubectl_ok(
+            &[
+                "-n",
+                ns,
+                "create",
+                "token",
+                cp_names::SYNCER_ACCOUNT,
+                "--duration",
+                "10m",
+            ],
+            None,
+        )
+        .trim()
+        .to_owned();
     let syncer = As::Token(&token);
     let mut open = vec![];
     let mut refused = |who: As<'_>, manifest: &str, policy: &str, names: &str, what: &str| {
@@ -463,9 +463,10 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{lent_to}"}
     open
 }
 
-/// Step 6. The tenant kubeconfig others download: the owner plants one that runs a program. The
-/// platform's admin downloads it through the server (the portal's download is the same code),
-/// then the operator puts its own back.
+/// Step 6. The tenant kubeconfig others download: the owner plants one that runs a program
+/// (refused: the Secret is the control plane's, step 11; planted by the platform's admin then,
+/// for a tenant that found a way). The platform's admin downloads it through the server (the
+/// portal's download is the same code), then the operator puts its own back.
 async fn planted_tenant_kubeconfig(s: &Scene, tenants: &Api<Tenant>) -> Vec<String> {
     let mut open = vec![];
     let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.ns);
@@ -478,14 +479,18 @@ async fn planted_tenant_kubeconfig(s: &Scene, tenants: &Api<Tenant>) -> Vec<Stri
         "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'touch /tmp/pwned']}\n    token: ",
         1,
     );
-    owner_writes_secret(
-        &s.env,
-        OWNER,
-        &s.ns,
-        KUBECONFIG_SECRET,
-        KUBECONFIG_SECRET_KEY,
-        &planted,
+    open.extend(
+        plant_control_plane_secret(
+            &s.env,
+            OWNER,
+            &s.ns,
+            KUBECONFIG_SECRET,
+            KUBECONFIG_SECRET_KEY,
+            &planted,
+        )
+        .err(),
     );
+    // Started after the plant: its cache holds the planted Secret from its first list.
     let dex = Dex::get();
     let server = Server::with_dex(&dex).await;
     let admin_token = dex.token("admin@example.com").await;
@@ -556,10 +561,11 @@ async fn planted_tenant_kubeconfig(s: &Scene, tenants: &Api<Tenant>) -> Vec<Stri
 
 /// Step 7. The operator's own credential: mallory replaces its vCluster's admin kubeconfig with
 /// one that reads the operator's ServiceAccount token from the operator's file system and skips
-/// the server's certificate check, and an impostor of its API logs what it gets. (The impostor is
-/// placed by the platform's admin: a tenant's pod may not carry the API's labels, step 3; this
-/// step proves the operator gives nothing away even if one did.)
-async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Option<String> {
+/// the server's certificate check, and an impostor of its API logs what it gets. The owner's
+/// write is refused (the control plane's Secrets are the platform's, step 11), and so is a pod
+/// with the API's labels (step 3): the platform's admin plants both here, to prove the operator
+/// gives nothing away even if a tenant found a way to.
+async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Vec<String> {
     let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.ns);
     let admin = secrets
         .get(cp_names::ADMIN_SECRET)
@@ -576,7 +582,7 @@ async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Option<String
         domain = s.domain
     );
     start_impostor(s, &secrets).await;
-    owner_writes_secret(
+    let owner_wrote = plant_control_plane_secret(
         &s.env,
         OWNER,
         &s.ns,
@@ -612,8 +618,12 @@ async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Option<String
         },
     )
     .await;
+    let mut open: Vec<String> = owner_wrote.err().into_iter().collect();
     let refused = match outcome {
-        Err(e) => return Some(e),
+        Err(e) => {
+            open.push(e);
+            return open;
+        }
         Ok(refused) => refused,
     };
     // The first field it planted that the operator came to: the cluster's, then the user's.
@@ -629,7 +639,7 @@ async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Option<String
         !logs.contains("Bearer"),
         "the impostor got a token:\n{logs}"
     );
-    None
+    open
 }
 
 /// The impostor of mallory's API: an HTTPS server with the API's labels (so the API Service

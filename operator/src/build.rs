@@ -30,9 +30,11 @@ use kube::Resource;
 use crate::{api::Tenant, config::HostConfig, names};
 
 mod bounds;
+mod control_plane_guard;
 mod guards;
 mod placement;
 pub use bounds::{CHART_CLUSTER_ROLE_READS, operator_bounds};
+pub use control_plane_guard::{control_plane_objects_guard, control_plane_references_guard};
 pub use guards::{
     apps_certificate_guard, control_plane_pod_guard, endpoints_guard, ingress_guard,
     role_binding_guard, route_guard, service_guard,

@@ -68,6 +68,8 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
     let (certificate_policy, certificate_binding) = build::apps_certificate_guard();
     let (placement_policy, placement_binding) = build::placement_guard();
     let (claims_policy, claims_binding) = build::volume_claim_guard();
+    let (cp_objects_policy, cp_objects_binding) = build::control_plane_objects_guard();
+    let (cp_references_policy, cp_references_binding) = build::control_plane_references_guard();
     let bounds = build::operator_bounds();
     let bounds: Vec<&dyn erased::Yaml> = bounds
         .iter()
@@ -92,7 +94,9 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                  Gateways, Endpoints and EndpointSlices not written by Kubernetes, pods with \
                  the labels of the tenant's control plane, the apps certificate written by \
                  anyone but cert-manager, pods that tolerate more than node conditions or name \
-                 their node, and claims that name their volume.",
+                 their node, claims that name their volume, writes of the control plane's objects \
+                 (and exec into its pod, tokens of its ServiceAccounts) by the tenant, and pods \
+                 that run as the control plane's ServiceAccount or mount its Secrets or volume.",
                 &[
                     &bindings_policy,
                     &bindings_binding,
@@ -112,6 +116,10 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                     &placement_binding,
                     &claims_policy,
                     &claims_binding,
+                    &cp_objects_policy,
+                    &cp_objects_binding,
+                    &cp_references_policy,
+                    &cp_references_binding,
                 ],
             )?,
         ),
@@ -211,7 +219,7 @@ mod tests {
     fn the_guards_ship_as_served_v1_policies_with_their_bindings() {
         let all = all().unwrap();
         for (file, count) in [
-            ("tenant-guard-admission.yaml", 9),
+            ("tenant-guard-admission.yaml", 11),
             ("operator-bounds-admission.yaml", 5),
         ] {
             let (_, guards) = all.iter().find(|(f, _)| *f == file).unwrap();

@@ -24,7 +24,7 @@ use crate::{access::CONTROL_PLANE_ROLE, names};
 
 /// Requests by an account that holds the operator's `bind` on its control-plane ClusterRole and
 /// cannot bind every ClusterRole.
-const OPERATOR_ACCOUNT: &str = "authorizer.group('rbac.authorization.k8s.io').resource('clusterroles')\
+pub(super) const OPERATOR_ACCOUNT: &str = "authorizer.group('rbac.authorization.k8s.io').resource('clusterroles')\
      .name('kubespaces:operator-control-plane').check('bind').allowed() && \
      !authorizer.group('rbac.authorization.k8s.io').resource('clusterroles').check('bind').allowed()";
 

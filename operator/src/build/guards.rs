@@ -36,7 +36,7 @@ const ENDPOINTS_WRITERS: [&str; 4] = [
     "system:serviceaccount:kube-system:endpointslice-controller",
     "system:serviceaccount:kube-system:endpointslicemirroring-controller",
 ];
-const STATEFULSET_WRITERS: [&str; 2] = [
+pub(super) const STATEFULSET_WRITERS: [&str; 2] = [
     "system:kube-controller-manager",
     "system:serviceaccount:kube-system:statefulset-controller",
 ];
@@ -491,6 +491,7 @@ mod tests {
             apps_certificate_guard(),
             crate::build::placement_guard(),
             crate::build::volume_claim_guard(),
+            crate::build::control_plane_references_guard(),
         ] {
             let spec = policy.spec.unwrap();
             assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));

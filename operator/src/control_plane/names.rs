@@ -34,6 +34,53 @@ pub const EXPIRES_AT_ANNOTATION: &str = "kubespaces.io/credential-expires-at";
 /// ...and the uid of the ServiceAccount it was issued for.
 pub const ACCOUNT_UID_ANNOTATION: &str = "kubespaces.io/credential-account-uid";
 
+/// The control plane's pod (the StatefulSet's only replica), and its data volume's claim.
+pub const CONTROL_PLANE_POD: &str = "vcluster-0";
+pub const DATA_CLAIM: &str = "data-vcluster-0";
+/// The syncer's ServiceAccount (the chart binds its Role and ClusterRole to it), and the one the
+/// syncer gives the tenant's pods on the host.
+pub const SYNCER_ACCOUNT: &str = "vc-vcluster";
+pub const WORKLOAD_ACCOUNT: &str = "vc-workload-vcluster";
+/// The vCluster's PKI (CA key included), and its configuration, which the chart renders.
+pub const CERTS_SECRET: &str = "vcluster-certs";
+pub const CONFIG_SECRET: &str = "vc-config-vcluster";
+
+/// The objects in a tenant namespace that make up or steer its control plane, by resource:
+/// what the chart renders, what the vCluster and the StatefulSet controller make from it, and
+/// what the operator writes there. `crate::build::control_plane_objects_guard` keeps the
+/// tenant's hands off them.
+pub fn control_plane_objects() -> [(&'static str, &'static str, Vec<&'static str>); 7] {
+    let secrets = control_plane_secrets().to_vec();
+    [
+        ("", "secrets", secrets),
+        ("", "services", vec![RELEASE, "vcluster-headless"]),
+        (
+            "",
+            "serviceaccounts",
+            vec![SYNCER_ACCOUNT, WORKLOAD_ACCOUNT],
+        ),
+        ("", "persistentvolumeclaims", vec![DATA_CLAIM]),
+        ("apps", "statefulsets", vec![RELEASE]),
+        ("rbac.authorization.k8s.io", "roles", vec![SYNCER_ACCOUNT]),
+        (
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            vec![SYNCER_ACCOUNT, OPERATOR_BINDING],
+        ),
+    ]
+}
+
+/// The Secrets of the control plane: its admin kubeconfig, PKI and configuration, and the tenant
+/// kubeconfig the operator issues.
+pub fn control_plane_secrets() -> [&'static str; 4] {
+    [
+        ADMIN_SECRET,
+        CERTS_SECRET,
+        CONFIG_SECRET,
+        crate::api::KUBECONFIG_SECRET,
+    ]
+}
+
 /// The names the chart derives from the release in a tenant namespace `ns`, for the length
 /// check: the longest is the ClusterRole's.
 pub fn chart_derived(ns: &str) -> Vec<String> {
@@ -48,4 +95,27 @@ pub fn chart_derived(ns: &str) -> Vec<String> {
         format!("vc-{RELEASE}-v-{ns}"),
         format!("vc-mn-{RELEASE}-v-{ns}"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixed names above are the chart's, derived from [`RELEASE`].
+    #[test]
+    fn the_fixed_names_are_the_charts() {
+        let derived = chart_derived("kubespaces-tenant-x");
+        for name in [
+            CONTROL_PLANE_POD.trim_end_matches("-0"),
+            DATA_CLAIM,
+            SYNCER_ACCOUNT,
+            WORKLOAD_ACCOUNT,
+            CERTS_SECRET,
+            CONFIG_SECRET,
+            ADMIN_SECRET,
+        ] {
+            assert!(derived.iter().any(|d| d == name), "{name}");
+        }
+        assert_eq!(CONTROL_PLANE_POD, format!("{RELEASE}-0"));
+    }
 }
