@@ -40,8 +40,16 @@ TRAEFIK_V=$("$BIN/traefik" version | awk '$1 == "Version:" {print $2}')
 [ -n "$TRAEFIK_V" ] || die "$BIN/traefik version says no version (rebuild it with build-tools.sh)"
 IMAGE="localhost/kubespaces/traefik:$TRAEFIK_V"
 
+# Where the API server listens (the `kubernetes` EndpointSlice): the Gateway's egress policy
+# admits it and nothing of the platform besides.
+api_slice() { "$K" get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath="{.items[0].$1}"; }
+API_ADDRESS=$(api_slice 'endpoints[0].addresses[0]')
+API_PORT=$(api_slice 'ports[0].port')
+[ -n "$API_ADDRESS" ] && [ -n "$API_PORT" ] || die "the kubernetes EndpointSlice names no API server address and port"
+
 log "Traefik $TRAEFIK_V as the Gateway for *.api.$DOMAIN at $NODE_IP:443"
-sed -e "s#@TRAEFIK_IMAGE@#$IMAGE#" -e "s#@NODE_IP@#$NODE_IP#" "$M/traefik.yaml" \
+sed -e "s#@TRAEFIK_IMAGE@#$IMAGE#" -e "s#@NODE_IP@#$NODE_IP#" \
+  -e "s#@API_ADDRESS@#$API_ADDRESS#" -e "s#@API_PORT@#$API_PORT#" "$M/traefik.yaml" \
   | "$K" apply --server-side --field-manager=kubespaces-harness -f - >&2
 sed -e "s#@DOMAIN@#$DOMAIN#" "$M/gateway.yaml" \
   | "$K" apply --server-side --field-manager=kubespaces-harness -f - >&2

@@ -44,6 +44,8 @@ use serde_json::json;
 mod apps_certificate;
 #[path = "hostile_tenant/control_plane.rs"]
 mod control_plane;
+#[path = "hostile_tenant/gateway_reach.rs"]
+mod gateway_reach;
 #[path = "hostile_tenant/operator_bounds.rs"]
 mod operator_bounds;
 #[path = "hostile_tenant/placement.rs"]
@@ -126,6 +128,7 @@ async fn a_hostile_tenant_gets_nothing_beyond_its_namespace() {
     open.extend(apps_certificate::planted_apps_certificate(&scene).await);
     open.extend(placement::placement_and_volumes(&scene).await);
     open.extend(control_plane::control_plane_takeover(&scene).await);
+    open.extend(gateway_reach::gateway_reach(&scene).await);
     assert!(
         open.is_empty(),
         "{} attacks of {MALLORY}'s worked:\n\n{}",
