@@ -140,7 +140,7 @@ EOF
   openssl genrsa -out sa.key 2048 2>/dev/null
   openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   # A static bearer token in system:masters: the simplest credential every client understands
-  # (kubectl, kube-rs, kcm, scheduler, kwok); system:masters bypasses RBAC.
+  # (kubectl, kube-rs, the scheduler, kwok); system:masters bypasses RBAC.
   printf '%s,kubespaces-admin,uid-kubespaces-admin,"system:masters"\n' \
     "$(head -c24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >tokens.csv
   chmod 0644 ./*.crt sa.pub

@@ -68,9 +68,9 @@ fn secret(name: &str, namespace: &str, key: &str, value: &[u8]) -> Secret {
     }
 }
 
-/// The tenant control plane publishes its kubeconfig (here: the test, in its place: the
-/// tenant's owner may write that Secret too), and a reconcile is requested with `request` (the
-/// operator does not watch Secrets).
+/// The tenant control plane publishes its kubeconfig (here: the test, in its place, as the
+/// platform's admin; the tenant's owner may not write that Secret), and a reconcile is requested
+/// with `request` (the operator does not watch Secrets).
 async fn publish_kubeconfig(
     client: &kube::Client,
     tenants: &Api<Tenant>,
@@ -219,8 +219,8 @@ async fn the_kubeconfig_is_copied_only_where_allowed_and_never_over_a_foreign_se
     // No tenant kubeconfig yet (no control plane): nothing to copy.
     connection_condition(&tenants, "conn-copy", "WaitingForKubeconfig").await;
     assert!(secrets.get_opt("conn-copy").await.expect("get").is_none());
-    // A kubeconfig that would run a program wherever it is used (the owner may write that
-    // Secret): never copied.
+    // A kubeconfig that would run a program wherever it is used (planted by the admin, for a
+    // tenant that got past the guards): never copied.
     let planted = published_kubeconfig().replacen(
         "    token: ",
         "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh}\n    token: ",

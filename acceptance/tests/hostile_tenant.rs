@@ -2,11 +2,10 @@
 //! namespace. Each attack is played for real by the tenant `mallory`, as its owner on the host
 //! (kubectl as `mallory@example.com`, and with the token of its vCluster's ServiceAccount, which
 //! a tenant that steered its syncer would hold) and as cluster-admin inside its vCluster (the
-//! kubeconfig it was handed),
-//! against the shared operator the chart installed and the platform's Gateway. The victim is a
-//! web page in the namespace of another tenant, `victim`. docs/security.md lists each path and
-//! the step below that plays it. Every step is played and each attack that works is reported, so
-//! one run lists every open path.
+//! kubeconfig it was handed), against the shared operator the chart installed and the
+//! platform's Gateway. The victim is a web page in the namespace of another tenant, `victim`.
+//! docs/security.md lists each path and the step below that plays it. Every step is played and
+//! each attack that works is reported, so one run lists every open path.
 
 use std::{path::PathBuf, time::Duration};
 

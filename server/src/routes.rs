@@ -408,8 +408,9 @@ pub async fn tenant_kubeconfig(
         .data
         .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
         .ok_or_else(not_ready)?;
-    // The tenant's owner may write that Secret: only its CA and token are handed on, with the
-    // URL the operator published, in the one shape KubeSpaces writes (never an `exec`, a file
+    // That Secret sits in the tenant's namespace (admission keeps the owner from writing it, and
+    // it is read as data all the same): only its CA and token are handed on, with the URL the
+    // operator published, in the one shape KubeSpaces writes (never an `exec`, a file
     // path, a proxy or another server, which would run on the machine of whoever uses it).
     let server = tenant.api_url().ok_or_else(not_ready)?;
     let rebuilt = kubeconfig::rebuild(name, server, &data.0).map_err(|e| {

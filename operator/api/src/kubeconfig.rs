@@ -3,9 +3,10 @@
 //! A kubeconfig can make whoever loads it run a program (`exec`, `auth-provider`), read a local
 //! file (`tokenFile`, `client-certificate`, `certificate-authority`), send its requests through a
 //! proxy or skip the server's certificate check. The kubeconfigs KubeSpaces handles sit in
-//! Secrets of the tenant namespace, which the tenant's owner may write: loaded as they are, they
-//! would let a tenant run code in the operator (or read its ServiceAccount token and have it sent
-//! to the tenant) and on the machine of everyone who downloads one, an admin included.
+//! Secrets of the tenant namespace (admission keeps the owner from writing them; a guard
+//! bypassed or a bug must not be enough): loaded as they are, they would let a tenant run code
+//! in the operator (or read its ServiceAccount token and have it sent to the tenant) and on the
+//! machine of everyone who downloads one, an admin included.
 //!
 //! So every door reads them with [`parse`]: it takes the CA and the token or client certificate
 //! of the current context, refuses anything else by its field name, and ignores the server (the

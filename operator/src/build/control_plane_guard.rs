@@ -33,8 +33,8 @@ const CLUSTER_CONTROLLERS: &str = "request.userInfo.username == 'system:kube-con
 /// Writes, in tenant namespaces, of the control plane's objects by name
 /// ([`cp::control_plane_objects`]), updates of its pod, `exec`/`attach` into it, tokens of its
 /// ServiceAccounts (minted, or asked of the token controller with a Secret), by anyone but the
-/// operator, the namespace's own syncer, the cluster's controllers and cluster admins. Deleting
-/// the pod stays allowed: the StatefulSet makes it again (a restart).
+/// operator, the namespace's own syncer, the cluster's controllers and nodes, and cluster admins.
+/// Deleting the pod stays allowed: the StatefulSet makes it again (a restart).
 pub fn control_plane_objects_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding)
 {
     let objects = cp::control_plane_objects();
@@ -62,6 +62,7 @@ pub fn control_plane_objects_guard() -> (ValidatingAdmissionPolicy, ValidatingAd
         &["CONNECT"],
     ));
     rules.push(rule("", vec!["serviceaccounts/token".into()], &["CREATE"]));
+    // The tenant namespaces' selector, with these rules.
     let mut matching = in_tenant_namespaces("", "pods");
     matching.resource_rules = Some(rules);
 

@@ -1,7 +1,8 @@
 //! ValidatingAdmissionPolicies that close what RBAC alone leaves open in a tenant namespace.
-//! The owner may write RoleBindings, Services, Ingresses and pods there, and acts as its
+//! The owner may write RoleBindings, Services, Ingresses and pods there, and so may its
 //! vCluster's syncer (which also writes Endpoints and routes); these policies refuse the few
-//! shapes of them that would reach past the namespace. CEL, evaluated inside the API server: no
+//! shapes of them that would reach past the namespace (`control_plane_guard` keeps both off the
+//! control plane's own objects). CEL, evaluated inside the API server: no
 //! webhook to run or to fail open.
 
 use k8s_openapi::{

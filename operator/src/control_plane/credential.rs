@@ -80,7 +80,7 @@ impl Endpoint<'_> {
     }
 
     /// A client for the tenant API from a kubeconfig's credential and CA, and nothing else of
-    /// it: the kubeconfig sits where the tenant's owner may write it, so it is read as data
+    /// it: the kubeconfig sits in the tenant's namespace, so it is read as data
     /// ([`kubeconfig::parse`]: no `exec`, `tokenFile`, proxy or skipped TLS check, and the
     /// server is this endpoint's).
     pub async fn client(&self, kubeconfig: &str) -> Result<Client, String> {
@@ -228,7 +228,7 @@ pub fn kubeconfig(tenant: &str, public_url: &str, ca_data: &str, token: &str) ->
 }
 
 /// The token of a tenant kubeconfig when it is exactly what [`kubeconfig`] writes for this
-/// tenant, URL and CA: anything else in the Secret (the owner may write it) is not kept.
+/// tenant, URL and CA: anything else in the Secret (it sits in the tenant's namespace) is not kept.
 pub fn own_token(tenant: &str, public_url: &str, ca_data: &str, written: &str) -> Option<String> {
     match kubeconfig::parse(written).ok()?.auth {
         kubeconfig::Auth::Token(token)

@@ -11,8 +11,8 @@
 //! - removed with the Tenant (owner reference, and explicitly during teardown).
 //!
 //! The source is the Secret [`Tenant::kubeconfig_secret`] in the tenant namespace; until it
-//! exists (the tenant control plane writes it) nothing is written. The tenant's owner may write
-//! that Secret, so it is read as data: the copy is rebuilt from its CA and token with the
+//! exists (the tenant control plane writes it) nothing is written. That Secret sits in the
+//! tenant's namespace, so it is read as data: the copy is rebuilt from its CA and token with the
 //! tenant's public API URL ([`kubeconfig::rebuild`]), and a source holding anything else
 //! (`exec`, `tokenFile`, a proxy, ...) is not copied at all. The condition does not hold `Ready`
 //! back: the tenant is usable without the copy.

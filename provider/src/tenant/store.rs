@@ -136,7 +136,7 @@ pub fn kubeconfig_from_secret(secret: &Secret) -> Option<String> {
 }
 
 /// What goes into Terraform's state from the kubeconfig `found` in Secret `r`: its CA and token
-/// with the tenant's published API URL, nothing else (the tenant's owner may write that Secret;
+/// with the tenant's published API URL, nothing else (that Secret sits in the tenant's namespace;
 /// an `exec` in it would run wherever the state's kubeconfig is used).
 pub fn trusted_kubeconfig(
     tenant: &Tenant,
