@@ -164,7 +164,6 @@ impl OperatorProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// The operator's Prometheus metrics text.
     /// Asserts that every request the operator sent so far is one its ClusterRole lists
     /// (`access::CONTROLLER`): a request outside the table would be refused under the chart.
     pub async fn assert_every_request_listed(&self) {
@@ -178,11 +177,18 @@ impl OperatorProcess {
         );
     }
 
+    /// The operator's Prometheus metrics text. It answers from the moment it is ready (`start`
+    /// waits for that) until it is stopped: no answer is a dead process, and fails the test
+    /// rather than reading as zeros.
     pub async fn metrics(&self) -> String {
-        http_get(&format!("{}/metrics", self.metrics_url))
-            .await
-            .map(|(_, body)| body)
-            .unwrap_or_default()
+        match http_get(&format!("{}/metrics", self.metrics_url)).await {
+            Some((200, body)) => body,
+            other => panic!(
+                "the operator did not answer /metrics (HTTP {:?}; log: {})",
+                other.map(|(status, _)| status),
+                self.log.display()
+            ),
+        }
     }
 
     /// Peak resident memory of the process so far, in KiB (VmHWM).
