@@ -1,6 +1,6 @@
 //! A hostile tenant's tools on the host (`tests/hostile_tenant.rs`): kubectl as the tenant's
-//! owner or with a token it holds (its vCluster syncer's, or one it stole), server-side dry runs
-//! of what it tries, and whether an admission policy refused them.
+//! owner or with a token (its vCluster syncer's, for a tenant that steered it, or one it stole),
+//! server-side dry runs of what it tries, and whether an admission policy refused them.
 
 use std::{
     path::Path,
