@@ -244,28 +244,20 @@ fn spawn(
         .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"))
 }
 
-/// A minimal HTTP/1.0 GET on loopback (status, body): enough for /readyz and /metrics.
+/// A GET of an operator's loopback endpoint (/readyz, /metrics): status and body; None when it
+/// does not answer within 30 s (never through a proxy).
 pub async fn http_get(url: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest
-        .split_once('/')
-        .map(|(h, p)| (h, format!("/{p}")))
-        .unwrap_or((rest, "/".into()));
-    let mut stream = tokio::net::TcpStream::connect(host).await.ok()?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+    let response = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .no_proxy()
+        .build()
+        .ok()?
+        .get(url)
+        .send()
         .await
         .ok()?;
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await.ok()?;
-    let text = String::from_utf8_lossy(&buf);
-    let status = text.split_whitespace().nth(1)?.parse().ok()?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Some((status, body))
+    let status = response.status().as_u16();
+    Some((status, response.text().await.ok()?))
 }
 
 /// The samples of a Prometheus metric family in a metrics text: (line, value).
