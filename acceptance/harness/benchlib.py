@@ -61,6 +61,13 @@ def read_env(state, *files):
     return env
 
 
+def operator_settings(state):
+    """STATE/operator.env, the operator's settings the harness wrote (lib.sh operator_setting):
+    NAME=VALUE lines, as a dict."""
+    with open(os.path.join(state, "operator.env")) as f:
+        return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
 def read_kv(path):
     with open(path) as f:
         return {k: int(v) for k, v in (line.split() for line in f)}

@@ -53,7 +53,7 @@ RELEASE = "vcluster"  # the operator's release name in every tenant namespace (n
 ADMIN_SECRET = "vc-vcluster"
 TENANT_SECRET = "tenant-kubeconfig"
 TENANT_PREFIX = "kubespaces-tenant-"
-E = {}  # the cluster's env (STATE/env, STATE/run/node.env)
+E = {}  # the cluster's env (STATE/env, STATE/operator.env, STATE/run/node.env)
 ARGS = None
 
 
@@ -583,10 +583,12 @@ def main():
     ap.add_argument("--results")
     ARGS = ap.parse_args()
     E.update(benchlib.read_env(ARGS.state, "run/node.env"))
+    # The operator's settings: helm, the storage class.
+    E.update(benchlib.operator_settings(ARGS.state))
     benchlib.KUBECTL = E["KUBESPACES_KUBECTL"]
     for key in ("KUBESPACES_DOMAIN", "KUBESPACES_API_GATEWAY", "KUBESPACES_HELM", "NODE_CGROUP", "NODE_NS"):
         if not E.get(key):
-            die(f"{key} is not in {ARGS.state}/env or run/node.env: a real node with the Gateway and the chart installed are needed")
+            die(f"{key} is not in {ARGS.state}/env, operator.env or run/node.env: a real node with the Gateway and the chart installed are needed")
     ARGS.helm = E["KUBESPACES_HELM"]
     charts = glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "charts", "vcluster", "vcluster-*.tgz"))
     if len(charts) != 1:

@@ -228,6 +228,35 @@ env_set() {
   printf 'export %s=%q\n' "$name" "$value" >>"$file"
 }
 
+# The operator's settings for the cluster in a state dir: STATE/operator.env, one NAME=VALUE a line
+# (no quoting, one line per value). They are the operator's own flag variables (KUBESPACES_*, read
+# as fallbacks of its flags: storage class, helm, the Gateway and apps settings), kept out of
+# STATE/env so that the processes started with that env (`make test`'s tests, the benchmarks)
+# do not pass them on to every operator they start. What starts an operator reads them:
+# operator.sh, chart.sh (as chart values), acceptance/src/operator.rs (test-owned operators),
+# control-plane-bench.py. A setting a test also reads (the Gateway's address, its parentRef, the
+# apps issuer) is in STATE/env as well.
+# operator_setting STATE NAME VALUE: sets NAME (replacing an earlier line).
+operator_setting() {
+  local file="$1/operator.env" name=$2 value=$3
+  case $value in *$'\n'*) die "operator setting $name: the value must be one line" ;; esac
+  if [ -f "$file" ]; then
+    grep -v "^$name=" "$file" >"$file.tmp" || true
+    mv "$file.tmp" "$file"
+  fi
+  printf '%s=%s\n' "$name" "$value" >>"$file"
+}
+
+# load_operator_settings STATE: the settings as shell variables of the caller, not exported.
+load_operator_settings() {
+  local line
+  [ -f "$1/operator.env" ] || return 0
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    printf -v "${line%%=*}" '%s' "${line#*=}"
+  done <"$1/operator.env"
+}
+
 # Empties a state dir for a fresh cluster, keeping only the node's image store (a cache: with it a
 # warm start imports no image). Call it only once the cluster in it is down.
 reset_state_dir() {
