@@ -13,7 +13,8 @@
 # operator's settings, lib.sh), there KUBESPACES_STORAGE_CLASS: the default StorageClass,
 # local-path with a real node, kwok-volume on a kwok-only cluster. Idempotent: if
 # this STATE_DIR already has a healthy cluster it only says so; leftovers of a dead one are cleaned
-# up first.
+# up first. The steps marked (harness.md §N) follow that section of the recipe in
+# ../shared/reference/harness.md, beside this checkout (not in the repository).
 #
 # Env: KUBESPACES_BIN (skip build-tools.sh and use these binaries),
 #      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs),

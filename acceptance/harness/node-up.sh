@@ -4,7 +4,7 @@
 # kube-proxy (iptables), kube-router (NetworkPolicy only), CoreDNS and local-path-provisioner (the
 # default StorageClass local-path, KUBESPACES_STORAGE_CLASS in STATE/operator.env). All in the cluster's
 # network namespace (node-lib.sh), with the cluster's own containerd root, cgroup root and CNI state.
-# Recipe and traps: shared/reference/real-node.md.
+# Recipe and traps: ../shared/reference/real-node.md, beside this checkout (not in the repository).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
