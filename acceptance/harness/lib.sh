@@ -311,7 +311,7 @@ bench_cluster() {
       *) die "bench_cluster: unknown option $1" ;;
     esac
   done
-  cd "$REPO_ROOT"
+  cd "$REPO_ROOT" || die "cannot cd to $REPO_ROOT"
   ensure_runtime_tools
   case ",$nodes," in *,real,*) ensure_node_tools ;; esac
   ensure_go
