@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::{Mapping, Value};
 
-use crate::error::{CliError, Conflict, Result};
+use crate::error::{CliError, Result};
 
 mod ownership;
+pub use ownership::Conflict;
 
 const SECTIONS: [(&str, &str); 3] = [
     ("clusters", "cluster"),
