@@ -18,7 +18,7 @@
    - baseline: N x (namespace, a TLSRoute like the operator's, `helm install --wait` of the same
      archive with the same values), all at once; time until helm returned, and until `kubectl
      get ns` with the admin kubeconfig of Secret vc-vcluster (server: the public URL) answers.
-   The baseline's values replicate operator/src/control_plane/values.rs (tenant_values) after
+   The baseline's values replicate operator/src/build/control_plane/values.rs (tenant_values) after
    the platform file manifests/vcluster/values-local.yaml, which is what the operator renders.
    Meanwhile the operator pods' memory is sampled (their containers' cgroups and processes), and
    the operator's own histogram kubespaces_tenant_time_to_ready_seconds is read (sum/count).
@@ -98,7 +98,7 @@ def platform_values():
 
 
 def tenant_values(tenant, ns):
-    """operator/src/control_plane/values.rs tenant_values, replicated (keep in step with it)."""
+    """operator/src/build/control_plane/values.rs tenant_values, replicated (keep in step with it)."""
     host = f"{tenant}.api.{E['KUBESPACES_DOMAIN']}"
     volume = {"enabled": True, "retentionPolicy": "Retain"}
     if E.get("KUBESPACES_STORAGE_CLASS"):

@@ -18,8 +18,8 @@ use kube::{
     api::{ObjectMeta, Patch, PatchParams, PostParams},
 };
 use kubespaces_operator::{
-    access,
     api::{Tenant, TenantSpec},
+    build::access,
 };
 
 use crate::wait_for;

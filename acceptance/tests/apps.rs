@@ -23,7 +23,7 @@ use kubespaces_acceptance::{
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
-use kubespaces_operator::{conditions, control_plane::names as cp_names, names};
+use kubespaces_operator::{conditions, names, names::control_plane as cp_names};
 
 const READY_WITHIN: Duration = Duration::from_secs(300);
 const ATLAS: &str = "team-atlas";

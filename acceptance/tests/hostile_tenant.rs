@@ -33,9 +33,8 @@ use kubespaces_acceptance::{
 };
 use kubespaces_operator::{
     api::{KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, Tenant},
-    conditions,
-    control_plane::names as cp_names,
-    kubeconfig, names,
+    conditions, kubeconfig, names,
+    names::control_plane as cp_names,
 };
 use serde_json::json;
 

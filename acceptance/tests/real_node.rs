@@ -295,7 +295,7 @@ async fn limit_range_defaults_and_memory_limits_are_enforced_by_the_kernel() {
     // cpu 2 / memory 2Gi: room for a pod with the default limits and the 32Mi one.
     let ns = fresh_tenant(&env, tenant, OWNER, "2", "2Gi").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    // The defaults as the operator configured them (see operator/src/config.rs: 500m/512Mi
+    // The defaults as the operator configured them (see operator/src/build/settings.rs: 500m/512Mi
     // limits, 100m/128Mi requests unless the harness overrides them).
     let limit_range = Api::<LimitRange>::namespaced(client.clone(), &ns)
         .get(names::LIMIT_RANGE)

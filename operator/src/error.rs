@@ -13,8 +13,8 @@ pub enum Error {
         "permission missing: the operator may not {what}; the API server said: {message}. Grant it \
          in the operator's ClusterRole ({role}, or, for what it does inside tenant namespaces, \
          {control_plane})",
-        role = crate::access::OPERATOR_CLUSTER_ROLE,
-        control_plane = crate::access::CONTROL_PLANE_ROLE
+        role = crate::build::access::OPERATOR_CLUSTER_ROLE,
+        control_plane = crate::build::access::CONTROL_PLANE_ROLE
     )]
     MissingPermission { what: String, message: String },
     /// An object could not be encoded for the API (a bug, not an input problem).
@@ -29,7 +29,7 @@ pub enum Error {
     InvalidObject(String),
     /// The pinned control-plane chart could not be read or rendered (retried).
     #[error(transparent)]
-    Chart(#[from] crate::control_plane::chart::ChartError),
+    Chart(#[from] crate::helm::ChartError),
     /// The rendered control plane holds something the operator does not apply.
     #[error("the rendered control plane is not valid: {0}")]
     Invalid(String),

@@ -1,22 +1,24 @@
 //! KubeSpaces: the host-side operator. The Tenant API lives in `kubespaces_api` and is
 //! re-exported here under its old paths (`api`, `names`, `quantity`, `conditions`).
 //!
-//! - [`api`]: the one Tenant type (CRD generated from it).
-//! - [`names`]: every name derived from a tenant's name.
-//! - [`conditions`], [`build`], [`reconcile::observe`], [`reconcile::drift`]: pure domain logic.
-//! - [`reconcile`], [`controller`]: the Kubernetes glue.
+//! The layers, each using only those before it:
+//! - [`api`], [`names`], [`conditions`]: the one Tenant type, every derived name, the phase.
+//! - [`build`]: pure, the desired host objects, control-plane values, route, apps objects,
+//!   install manifests' parts and the RBAC table, from a Tenant and the settings.
+//! - [`observe`]: pure, what the live objects say (conditions, drift).
+//! - [`helm`]: the one subprocess, rendering the pinned chart.
+//! - [`apply`]: server-side apply, drift checks and pruning, with the operator's own recent writes.
+//! - [`reconcile`]: one pass over a Tenant (and its teardown), made of the steps above.
+//! - [`runtime`]: configuration, the controller's watches, leader election, clients, probes.
 
 pub use kubespaces_api::{api, conditions, kubeconfig, names, quantity};
 
-pub mod access;
+pub mod apply;
 pub mod build;
-pub mod config;
-pub mod control_plane;
-pub mod controller;
 pub mod error;
-pub mod http;
-pub mod kube_client;
-pub mod leader;
+pub mod helm;
 pub mod manifests;
 pub mod metrics;
+pub mod observe;
 pub mod reconcile;
+pub mod runtime;

@@ -8,11 +8,13 @@ use std::sync::{
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use kubespaces_operator::{
-    config::RunConfig,
-    controller, http, kube_client,
-    leader::{Election, Role, WriteGate},
     manifests,
     metrics::Metrics,
+    runtime::{
+        config::RunConfig,
+        controller, http, kube_client,
+        leader::{Election, Role, WriteGate},
+    },
 };
 use tokio::sync::watch;
 use tracing::info;

@@ -5,7 +5,10 @@
 use kube::CustomResourceExt;
 use serde::Serialize;
 
-use crate::{access, api::Tenant, build};
+use crate::{
+    api::Tenant,
+    build::{self, access},
+};
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not render {what} as YAML: {source}")]
@@ -151,7 +154,7 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             render(
                 "the operator ClusterRole",
                 "What the operator may do, cluster-wide: derived from the table of its API calls \
-                 (operator/src/access.rs).",
+                 (operator/src/build/access.rs).",
                 &access::operator_cluster_role(),
             )?,
         ),
@@ -161,7 +164,7 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                 "the operator's control-plane ClusterRole",
                 "What the operator may do inside each tenant namespace to run the tenant's control \
                  plane: it binds this role to itself there (never cluster-wide). Derived from \
-                 operator/src/access.rs.",
+                 operator/src/build/access.rs.",
                 &access::control_plane_role(),
             )?,
         ),
@@ -170,7 +173,7 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             render(
                 "the connection Secrets Role",
                 "Secrets for writeConnectionSecretToRef, in each namespace the operator may write \
-                 them to (bind it there): derived from operator/src/access.rs.",
+                 them to (bind it there): derived from operator/src/build/access.rs.",
                 &access::connection_secrets_role(),
             )?,
         ),
@@ -179,7 +182,7 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             render(
                 "the leader election Role",
                 "The leader Lease, in the operator's own namespace (bind it there): derived from \
-                 operator/src/access.rs.",
+                 operator/src/build/access.rs.",
                 &access::leader_election_role(),
             )?,
         ),

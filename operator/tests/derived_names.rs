@@ -3,7 +3,7 @@
 //! the operator's builders (`build`, `config`) actually produce.
 
 use kubespaces_operator::api::{Tenant, TenantSpec};
-use kubespaces_operator::config::HostConfig;
+use kubespaces_operator::build::settings::HostConfig;
 use kubespaces_operator::names::*;
 
 /// The longest tenant name admission lets through: the bound in the CEL rule the API server
@@ -94,7 +94,7 @@ fn every_name_built_for_the_longest_admitted_tenant_fits_a_dns_label() {
     assert!(is_dns_label(&control_plane_cluster_role(&tenant)));
     // ...and it is the chart's own derivation, from the operator's release name.
     assert_eq!(
-        kubespaces_operator::control_plane::names::chart_derived(&namespace(&tenant))
+        kubespaces_operator::names::control_plane::chart_derived(&namespace(&tenant))
             .iter()
             .map(String::len)
             .max(),

@@ -12,7 +12,7 @@ use kubespaces_acceptance::{
     tenant_cluster::platform_var,
     wait_for,
 };
-use kubespaces_operator::{control_plane::names as cp_names, names};
+use kubespaces_operator::{names, names::control_plane as cp_names};
 use serde_json::json;
 
 use super::{MALLORY, OWNER, Scene, VICTIM};

@@ -16,7 +16,7 @@ use kubespaces_acceptance::{
     tenant_cluster::text,
     wait_for,
 };
-use kubespaces_operator::{control_plane::names as cp, names};
+use kubespaces_operator::{names, names::control_plane as cp};
 
 use super::{OWNER, Scene};
 

@@ -17,7 +17,7 @@ use kubespaces_acceptance::{
     pods::{httpd_spec, page_of, pod, pod_ip, wait_pod_running},
     wait_for,
 };
-use kubespaces_operator::{control_plane::names as cp, names};
+use kubespaces_operator::{names, names::control_plane as cp};
 
 use super::{MALLORY, Scene};
 

@@ -9,7 +9,9 @@ use kubespaces_acceptance::{
     pods::HTTP_PORT,
     tenant_cluster::text,
 };
-use kubespaces_operator::{access::CONTROL_PLANE_ROLE, control_plane::names as cp_names, names};
+use kubespaces_operator::{
+    build::access::CONTROL_PLANE_ROLE, names, names::control_plane as cp_names,
+};
 
 use super::{MALLORY, Scene};
 

@@ -19,8 +19,9 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicyBinding, Validation,
 };
 
+use super::access::CONTROL_PLANE_ROLE;
 use super::guards::{cel_list, deny_unless, policy};
-use crate::{access::CONTROL_PLANE_ROLE, names};
+use crate::names;
 
 /// Requests by an account that holds the operator's `bind` on its control-plane ClusterRole and
 /// cannot bind every ClusterRole.
@@ -314,7 +315,7 @@ fn cluster_role_bindings() -> Bound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::access::{CONTROLLER, covers, request_attributes};
+    use crate::build::access::{CONTROLLER, covers, request_attributes};
 
     #[test]
     fn every_bound_applies_to_the_operators_account_only_and_fails_closed() {

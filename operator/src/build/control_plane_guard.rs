@@ -19,7 +19,7 @@ use super::{
         requester_cannot_grant_cluster_wide, variable,
     },
 };
-use crate::{control_plane::names as cp, names};
+use crate::names::{self, control_plane as cp};
 
 /// Who runs the control plane besides the operator and the tenant's own syncer: the cluster's
 /// controllers (StatefulSet, garbage collector, namespace deletion, service-account tokens), as

@@ -190,7 +190,7 @@ pub fn role_binding_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPo
                 name: "not-the-operators-control-plane-binding".into(),
                 expression: format!(
                     "!(object.roleRef.kind == 'ClusterRole' && object.roleRef.name == '{}')",
-                    crate::access::CONTROL_PLANE_ROLE
+                    crate::build::access::CONTROL_PLANE_ROLE
                 ),
             },
         ],
@@ -431,7 +431,7 @@ pub fn control_plane_pod_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmiss
 /// the owner, and every ServiceAccount of a tenant namespace (its vCluster's syncer, tokens the
 /// owner mints), are refused. Deleting it stays allowed: cert-manager issues it again.
 pub fn apps_certificate_guard() -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
-    let certificate = crate::control_plane::names::APPS_CERTIFICATE;
+    let certificate = crate::names::control_plane::APPS_CERTIFICATE;
     let tenant_accounts = format!("{SERVICE_ACCOUNT_USER_PREFIX}{}", names::NAMESPACE_PREFIX);
     policy(
         names::APPS_CERTIFICATE_GUARD,

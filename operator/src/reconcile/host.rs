@@ -12,14 +12,14 @@ use serde::{Serialize, de::DeserializeOwned};
 use tokio::sync::Notify;
 use tracing::debug;
 
-use super::{Context, drift, observe};
+use super::Context;
 use crate::{
     api::{QuotaStatus, Tenant},
-    build,
+    build::{self, settings::HostConfig},
     conditions::{self, Desired},
-    config::HostConfig,
     error::{Error, Result},
     names,
+    observe::{self, drift},
 };
 
 /// What applying the host side found.
@@ -31,7 +31,7 @@ pub struct Outcome {
     /// The connection Secret's condition, when the Tenant asks for one (see [`super::connection`]).
     pub connection: Option<Desired>,
     /// The tenant control plane, when the operator provisions one.
-    pub control_plane: Option<crate::control_plane::Outcome>,
+    pub control_plane: Option<crate::reconcile::control_plane::Outcome>,
 }
 
 pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) -> Result<Outcome> {
@@ -213,7 +213,7 @@ fn encode<K: Serialize>(o: &K) -> Result<serde_json::Value> {
 }
 
 /// What we know of one host object: the cached one, or our own write if the cache has not
-/// caught up with it yet (see [`super::recent`]).
+/// caught up with it yet (see [`crate::apply::recent`]).
 struct Known<K> {
     key: String,
     object: Option<K>,

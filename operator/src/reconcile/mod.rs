@@ -3,10 +3,8 @@
 //! drifted) → status (only when it changed). Teardown lives in [`teardown`].
 
 pub mod connection;
-pub mod drift;
+pub mod control_plane;
 pub mod host;
-pub mod observe;
-pub mod recent;
 pub mod status;
 pub mod teardown;
 
@@ -33,13 +31,13 @@ use tracing::{info, warn};
 
 use crate::{
     api::Tenant,
+    build::settings::HostConfig,
     conditions,
-    config::HostConfig,
     error::{Error, Result},
     metrics::Metrics,
     names,
 };
-use observe::HostObjects;
+use crate::{apply::recent, observe::HostObjects};
 
 /// Caches of the host objects of every tenant, kept by watches on the tenant label.
 #[derive(Clone)]
@@ -62,7 +60,7 @@ impl Caches {
     pub fn statefulset(&self, tenant: &str) -> Option<StatefulSet> {
         let ns = names::namespace(tenant);
         self.statefulsets
-            .get(&ObjectRef::new(crate::control_plane::names::RELEASE).within(&ns))
+            .get(&ObjectRef::new(crate::names::control_plane::RELEASE).within(&ns))
             .map(|o| (*o).clone())
     }
 
@@ -70,7 +68,7 @@ impl Caches {
     pub fn has_control_plane_service(&self, tenant: &str) -> bool {
         let ns = names::namespace(tenant);
         self.services
-            .get(&ObjectRef::new(crate::control_plane::names::RELEASE).within(&ns))
+            .get(&ObjectRef::new(crate::names::control_plane::RELEASE).within(&ns))
             .is_some()
     }
 
@@ -109,7 +107,7 @@ pub struct Context {
     /// Where `spec.writeConnectionSecretToRef` may point (`--connection-secret-namespaces`).
     pub connection_secret_namespaces: Vec<String>,
     /// The tenant control plane, unless the operator runs with `--control-plane=none`.
-    pub control_plane: Option<Arc<crate::control_plane::ControlPlane>>,
+    pub control_plane: Option<Arc<crate::reconcile::control_plane::ControlPlane>>,
 }
 
 /// How long to wait before looking again at a tenant that is still converging. Watches on the

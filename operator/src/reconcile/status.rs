@@ -10,12 +10,12 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{Context, host::Outcome, observe, publish};
+use super::{Context, host::Outcome, publish};
 use crate::{
     api::{QuotaStatus, Tenant, TenantStatus},
     conditions::{self, Desired, Phase},
     error::Result,
-    names,
+    names, observe,
 };
 
 /// The status after a successful pass over the host side.

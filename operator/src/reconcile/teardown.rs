@@ -13,12 +13,12 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{Context, observe, remove_finalizer, status};
+use super::{Context, remove_finalizer, status};
 use crate::{
     api::{DeletionPolicy, Tenant},
     conditions,
     error::Result,
-    names,
+    names, observe,
 };
 
 const TEARDOWN_REQUEUE: Duration = Duration::from_secs(2);
@@ -64,7 +64,7 @@ pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Ac
         }
         // The namespace is gone: its volumes must be too, once their provisioner released them.
         (DeletionPolicy::Delete, None) if ctx.control_plane.is_some() => {
-            crate::control_plane::teardown::volumes_left(&ctx.client, &name).await?
+            crate::reconcile::control_plane::teardown::volumes_left(&ctx.client, &name).await?
         }
         // Gone, or never ours (a conflicting namespace is left alone).
         _ => None,

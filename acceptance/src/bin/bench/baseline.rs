@@ -17,14 +17,10 @@ use kube::{
 };
 use kubespaces_operator::{
     api::Tenant,
-    build,
-    config::HostConfig,
+    build::{self, settings::HostConfig},
     names,
-    reconcile::{
-        host::Outcome,
-        observe::{self, HostObjects},
-        status,
-    },
+    observe::{self, HostObjects},
+    reconcile::{host::Outcome, status},
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::json;

@@ -33,7 +33,7 @@ use kubespaces_acceptance::{
     figures::cell,
     operator::{OperatorProcess, SHARD_LABEL, metric_sum, metric_sum_where},
 };
-use kubespaces_operator::{api::Tenant, config::HostConfig, names};
+use kubespaces_operator::{api::Tenant, build::settings::HostConfig, names};
 
 use crate::{
     apiserver::WRITE_VERBS,

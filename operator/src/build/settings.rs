@@ -1,7 +1,8 @@
-//! Operator configuration: flags, each with an environment fallback (`KUBESPACES_*`), so the
-//! chart can set them either way.
+//! What the operator puts on the host for every tenant, beyond the tenant's own spec: flags,
+//! each with an environment fallback (`KUBESPACES_*`) so the chart can set them either way, read
+//! into plain values the builders take.
 
-use std::{collections::BTreeMap, net::SocketAddr, time::Duration};
+use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -160,43 +161,6 @@ pub struct CountLimits {
     pub loadbalancers: u32,
 }
 
-/// How the controller runs.
-#[derive(Args, Debug, Clone)]
-pub struct RunConfig {
-    #[command(flatten)]
-    pub host: HostConfig,
-    /// Address of the /metrics, /healthz and /readyz endpoints.
-    #[arg(long, env = "KUBESPACES_METRICS_ADDR", default_value = "0.0.0.0:8080")]
-    pub metrics_addr: SocketAddr,
-    /// Only reconcile Tenants matching this label selector (to shard tenants across operators).
-    #[arg(long, env = "KUBESPACES_SELECTOR")]
-    pub selector: Option<String>,
-    /// How many tenants are reconciled at once.
-    #[arg(long, env = "KUBESPACES_CONCURRENCY", default_value_t = 32)]
-    pub concurrency: u16,
-    /// How often a Ready tenant is checked again for drift that no watch reported. Checks read
-    /// the operator's caches (and, for a Tenant with writeConnectionSecretToRef, its two Secrets
-    /// from the API server); nothing is written unless something drifted.
-    #[arg(long, env = "KUBESPACES_RESYNC", default_value = "10m", value_parser = parse_duration)]
-    pub resync: Duration,
-    /// Namespaces where a Tenant's `spec.writeConnectionSecretToRef` may have the operator
-    /// write a copy of the tenant kubeconfig (comma-separated). None by default: that Secret is
-    /// the tenant's admin credential, and anyone allowed to create a Tenant could otherwise have
-    /// it written into any namespace. A Tenant pointing elsewhere gets a
-    /// `ConnectionSecretReady=False` condition and nothing is written. The operator needs the
-    /// Role `kubespaces:operator-connection-secrets` bound in each of these namespaces.
-    #[arg(
-        long = "connection-secret-namespaces",
-        env = "KUBESPACES_CONNECTION_SECRET_NAMESPACES",
-        value_delimiter = ','
-    )]
-    pub connection_secret_namespaces: Vec<String>,
-    #[command(flatten)]
-    pub leader: crate::leader::LeaderConfig,
-    #[command(flatten)]
-    pub control_plane: crate::control_plane::ControlPlaneConfig,
-}
-
 /// `v1.N` or `latest`, as the Pod Security admission labels take them.
 fn parse_pod_security_version(s: &str) -> Result<String, String> {
     let minor = s.strip_prefix("v1.");
@@ -237,19 +201,12 @@ fn parse_quantity(s: &str) -> Result<String, String> {
     }
 }
 
-/// Durations like `30s`, `10m`, `1h`.
+/// Durations like `30s`, `10m`, `1h` or `1h30m` (jiff's friendly format).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let err =
         || format!("{s:?} is not a duration; use a number with s, m or h, such as 30s or 10m");
-    let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?);
-    let n: u64 = number.parse().map_err(|_| err())?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return Err(err()),
-    };
-    Ok(Duration::from_secs(secs))
+    let span: jiff::SignedDuration = s.parse().map_err(|_| err())?;
+    Duration::try_from(span).map_err(|_| format!("{s:?} must not be negative"))
 }
 
 impl Default for HostConfig {

@@ -1,10 +1,10 @@
 //! Names of the control plane's objects. The chart derives its own from the release name
 //! (StatefulSet and Service `<release>`, Secret `vc-<release>`, ClusterRole
 //! `vc-<release>-v-<namespace>`): one fixed, short release name keeps all of them within 63
-//! characters for every admitted tenant name (see the test in `crate::names`).
+//! characters for every admitted tenant name (the operator's test `derived_names` checks it).
 
 /// The helm release name of every tenant's vCluster (one per tenant namespace).
-pub const RELEASE: &str = crate::names::CONTROL_PLANE_RELEASE;
+pub const RELEASE: &str = super::CONTROL_PLANE_RELEASE;
 /// The Secret vCluster writes with its admin kubeconfig.
 pub const ADMIN_SECRET: &str = "vc-vcluster";
 /// The key of the kubeconfig in [`ADMIN_SECRET`].
@@ -47,7 +47,7 @@ pub const CONFIG_SECRET: &str = "vc-config-vcluster";
 
 /// The objects in a tenant namespace that make up or steer its control plane, by resource:
 /// what the chart renders, what the vCluster and the StatefulSet controller make from it, and
-/// what the operator writes there. `crate::build::control_plane_objects_guard` keeps the
+/// what the operator writes there. the operator's `control_plane_objects_guard` keeps the
 /// tenant's hands off them.
 pub fn control_plane_objects() -> [(&'static str, &'static str, Vec<&'static str>); 7] {
     let secrets = control_plane_secrets().to_vec();

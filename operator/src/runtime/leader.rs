@@ -30,7 +30,7 @@ use kube::{
 };
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 
-use crate::controller::watch_backoff;
+use super::watch_backoff;
 use thiserror::Error;
 use tokio::sync::watch;
 use tracing::{info, warn};

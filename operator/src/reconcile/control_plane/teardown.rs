@@ -12,8 +12,9 @@ use kube::{
     api::{DeleteParams, DynamicObject, ListParams},
 };
 
-use super::{ControlPlane, apply, apps, names};
+use super::ControlPlane;
 use crate::{api::Tenant, error::Result};
+use crate::{apply::dynamic as apply, build::control_plane::apps, names::control_plane as names};
 
 impl ControlPlane {
     /// Deletes the tenant's route, vCluster, its claims and cluster-scoped objects. Returns what

@@ -27,13 +27,13 @@ use thiserror::Error;
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
+use super::config::RunConfig;
 use crate::{
     api::Tenant,
-    config::RunConfig,
-    control_plane::ControlPlane,
+    apply::recent::RecentWrites,
     metrics::Metrics,
     names,
-    reconcile::{self, Caches, Context, recent::RecentWrites},
+    reconcile::{self, Caches, Context, control_plane::ControlPlane},
 };
 
 #[derive(Debug, Error)]
@@ -44,9 +44,9 @@ pub enum StartError {
     CrdMissing(#[source] kube::Error),
     #[error(
         "the caches of {1} did not fill within {0:?}: the operator may lack list or watch on them \
-         (its ClusterRole {role}, generated from operator/src/access.rs, grants both), or the API \
+         (its ClusterRole {role}, generated from operator/src/build/access.rs, grants both), or the API \
          server does not answer",
-        role = crate::access::OPERATOR_CLUSTER_ROLE
+        role = crate::build::access::OPERATOR_CLUSTER_ROLE
     )]
     CachesNotReady(Duration, String),
     /// The control-plane settings are incomplete.
@@ -60,21 +60,6 @@ pub enum StartError {
 }
 
 type TenantRef = ObjectRef<DeserializeGuard<Tenant>>;
-
-/// Backoff of the watches after an error: 200 ms doubling up to 1 s, with jitter (so at most
-/// about 2 s between attempts). kube's default grows to 30 s, so after an API server outage of
-/// 20 s the operator would not see new Tenants for up to half a minute more; a watch that fails
-/// to connect costs the API server next to nothing, and a few attempts a second from one
-/// operator are no burden.
-pub fn watch_backoff() -> watcher::ExponentialBackoff {
-    backon::ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(200))
-        .with_max_delay(Duration::from_secs(1))
-        .with_factor(2.0)
-        .with_jitter()
-        .without_max_times()
-        .into()
-}
 
 /// Drops what the operator never reads from cached objects (they are most of the cache's
 /// memory): managed fields and kubectl's last-applied copy of the whole object.
@@ -130,7 +115,7 @@ where
         .labels(names::TENANT_LABEL)
         .any_semantic();
     let stream = watcher(Api::<K>::all(client.clone()), config)
-        .backoff(watch_backoff())
+        .backoff(super::watch_backoff())
         .modify(slim)
         .reflect(writer)
         .touched_objects();
@@ -267,7 +252,7 @@ pub async fn run(
                 .get("kubernetes")
                 .await
                 .map_err(StartError::Version)?;
-            let api_server = crate::control_plane::network::ApiServer {
+            let api_server = crate::build::control_plane::network::ApiServer {
                 addresses: slice
                     .endpoints
                     .iter()
@@ -283,7 +268,7 @@ pub async fn run(
             };
             Some(Arc::new(ControlPlane::new(
                 settings,
-                crate::control_plane::subject_of(&username),
+                crate::build::control_plane::subject_of(&username),
                 api_server,
                 config.host.base_domain.clone(),
                 config.host.pod_security.clone(),
@@ -310,7 +295,7 @@ pub async fn run(
     }
     let (tenant_store, tenant_writer) = reflector::store();
     let tenant_stream = watcher(tenants, watch_config)
-        .backoff(watch_backoff())
+        .backoff(super::watch_backoff())
         .modify(slim::<DeserializeGuard<Tenant>>)
         .reflect(tenant_writer)
         .applied_objects()
@@ -334,7 +319,7 @@ pub async fn run(
     Controller::for_stream(tenant_stream, tenant_store)
         .reconcile_on(trigger_stream)
         // The controller backs off its own input after an error too (kube's default: up to 30 s).
-        .trigger_backoff(watch_backoff())
+        .trigger_backoff(super::watch_backoff())
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
@@ -357,7 +342,7 @@ mod tests {
 
     #[test]
     fn watches_retry_within_two_seconds() {
-        let delays: Vec<Duration> = watch_backoff().take(30).collect();
+        let delays: Vec<Duration> = super::super::watch_backoff().take(30).collect();
         assert_eq!(delays.len(), 30, "never gives up");
         assert!(
             delays.iter().all(|d| *d <= Duration::from_secs(2)),

@@ -5,17 +5,8 @@
 //! [`ControlPlane::build`] yields the whole desired state (rendered chart, route, footprint)
 //! before anything is applied; [`ControlPlane::ensure`] applies it and observes the result.
 
-pub mod apply;
-pub mod apps;
-pub mod chart;
 pub mod credential;
-pub mod footprint;
-pub mod names;
-pub mod network;
-pub mod route;
-pub mod settings;
 pub mod teardown;
-pub mod values;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -28,7 +19,7 @@ use k8s_openapi::{
         apps::v1::StatefulSet,
         core::v1::Secret,
         networking::v1::NetworkPolicy,
-        rbac::v1::{RoleBinding, RoleRef, Subject},
+        rbac::v1::{RoleBinding, Subject},
     },
     apimachinery::pkg::api::resource::Quantity,
     jiff::Timestamp,
@@ -44,7 +35,14 @@ use crate::{
     conditions::{self, Desired},
     error::Result,
 };
-pub use settings::{ControlPlaneConfig, VclusterSettings};
+use crate::{
+    apply::dynamic as apply,
+    build::control_plane::{
+        VclusterSettings, apps, footprint, network, route, self_binding, values,
+    },
+    helm as chart,
+    names::control_plane as names,
+};
 
 use conditions::{
     API_REACHABLE, API_ROUTE_ACCEPTED, APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED,
@@ -78,7 +76,7 @@ pub struct Outcome {
 
 pub struct ControlPlane {
     pub settings: VclusterSettings,
-    /// Who the operator is: bound to [`crate::access::CONTROL_PLANE_ROLE`] in each tenant
+    /// Who the operator is: bound to [`crate::build::access::CONTROL_PLANE_ROLE`] in each tenant
     /// namespace, which is all it may do there beyond its cluster-wide role.
     pub operator: Subject,
     /// The host's API server, which the control plane's pod must reach.
@@ -548,43 +546,6 @@ fn digest_of(objects: &[DynamicObject]) -> u64 {
         .unwrap_or_default()
         .hash(&mut h);
     h.finish()
-}
-
-/// The operator's RoleBinding in a tenant namespace (pure).
-pub fn self_binding(tenant: &str, operator: &Subject) -> RoleBinding {
-    let mut meta = crate::build::install_meta(names::OPERATOR_BINDING);
-    meta.namespace = Some(crate::names::namespace(tenant));
-    meta.labels = Some(crate::build::labels(tenant));
-    RoleBinding {
-        metadata: meta,
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "ClusterRole".into(),
-            name: crate::access::CONTROL_PLANE_ROLE.into(),
-        },
-        subjects: Some(vec![operator.clone()]),
-    }
-}
-
-/// The RBAC subject of a user name as the API server reports it.
-pub fn subject_of(username: &str) -> Subject {
-    match username
-        .strip_prefix("system:serviceaccount:")
-        .and_then(|rest| rest.split_once(':'))
-    {
-        Some((namespace, name)) => Subject {
-            kind: "ServiceAccount".into(),
-            name: name.into(),
-            namespace: Some(namespace.into()),
-            api_group: None,
-        },
-        None => Subject {
-            kind: "User".into(),
-            name: username.into(),
-            namespace: None,
-            api_group: Some("rbac.authorization.k8s.io".into()),
-        },
-    }
 }
 
 fn unreachable(reason: &str, message: String) -> Desired {

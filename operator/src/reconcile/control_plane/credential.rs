@@ -25,7 +25,7 @@ use thiserror::Error;
 
 use crate::kubeconfig;
 
-use super::names;
+use crate::names::control_plane as names;
 
 #[derive(Debug, Error)]
 pub enum CredentialError {

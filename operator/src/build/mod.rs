@@ -27,12 +27,16 @@ use k8s_openapi::{
 };
 use kube::Resource;
 
-use crate::{api::Tenant, config::HostConfig, names};
+use crate::{api::Tenant, names};
+use settings::HostConfig;
 
+pub mod access;
 mod bounds;
+pub mod control_plane;
 mod control_plane_guard;
 mod guards;
 mod placement;
+pub mod settings;
 pub use bounds::{CHART_CLUSTER_ROLE_READS, operator_bounds};
 pub use control_plane_guard::{control_plane_objects_guard, control_plane_references_guard};
 pub use guards::{
@@ -157,7 +161,7 @@ pub fn quota_hard(tenant: &Tenant, host: &HostConfig) -> BTreeMap<String, Quanti
     // The control plane runs in the namespace but is not the tenant's to pay for.
     for (key, extra) in &host.control_plane_footprint {
         if let Some(v) = hard.get_mut(key) {
-            *v = crate::control_plane::footprint::add(key, v, extra);
+            *v = crate::build::control_plane::footprint::add(key, v, extra);
         }
     }
     hard
@@ -595,12 +599,12 @@ mod tests {
         observed["metadata"]["uid"] = "u".into();
         observed["spec"]["hard"]["requests.cpu"] = "8000m".into();
         observed["status"] = serde_json::json!({"hard": observed["spec"]["hard"].clone()});
-        assert!(!crate::reconcile::drift::needs_apply(
+        assert!(!crate::observe::drift::needs_apply(
             &desired,
             Some(&observed)
         ));
         observed["spec"]["hard"]["services.nodeports"] = "1".into();
-        assert!(crate::reconcile::drift::needs_apply(
+        assert!(crate::observe::drift::needs_apply(
             &desired,
             Some(&observed)
         ));

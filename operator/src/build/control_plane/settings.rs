@@ -184,10 +184,7 @@ fn parse_parent_ref(s: &str) -> Result<ParentRef, String> {
 }
 
 fn parse_lifetime(s: &str) -> Result<Duration, String> {
-    let span: jiff::SignedDuration = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not a duration (e.g. 24h, 90m): {e}"))?;
-    let d = Duration::try_from(span).map_err(|_| format!("{s:?} must be positive"))?;
+    let d = crate::build::settings::parse_duration(s)?;
     // The API server refuses token lifetimes under 10 minutes.
     if d < Duration::from_secs(600) {
         return Err(format!("{s:?} is too short: the least is 10m"));

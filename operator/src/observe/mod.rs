@@ -1,5 +1,7 @@
 //! From the host objects of a tenant, as observed, to what the status says about them. Pure.
 
+pub mod drift;
+
 use k8s_openapi::api::{
     core::v1::{LimitRange, Namespace, ResourceQuota},
     networking::v1::NetworkPolicy,
@@ -8,9 +10,8 @@ use k8s_openapi::api::{
 
 use crate::{
     api::{QuotaStatus, Tenant},
-    build,
+    build::{self, settings::HostConfig},
     conditions::{self, Desired},
-    config::HostConfig,
     names, quantity,
 };
 

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 use tokio::io::AsyncWriteExt;
 
-use super::settings::VclusterSettings;
+use crate::{build::control_plane::VclusterSettings, names::control_plane as names};
 
 #[derive(Debug, Error)]
 pub enum ChartError {
@@ -176,7 +176,7 @@ async fn helm_template(
 ) -> Result<String, ChartError> {
     let mut cmd = tokio::process::Command::new(&settings.helm);
     cmd.arg("template")
-        .arg(super::names::RELEASE)
+        .arg(names::RELEASE)
         .arg(&settings.chart)
         .args(["--namespace", namespace, "--kube-version", kube_version]);
     for file in &settings.values {

@@ -3,6 +3,8 @@
 //! The longest derived name bounds the tenant name: every derived name must be a valid
 //! DNS label (63 characters), and the tenant name is validated at admission against that bound.
 
+pub mod control_plane;
+
 /// Prefix of the host namespace of every tenant.
 pub const NAMESPACE_PREFIX: &str = "kubespaces-tenant-";
 

@@ -13,9 +13,9 @@ use tower::{ServiceBuilder, filter::FilterLayer, util::MapRequestLayer};
 
 use tracing::error;
 
+use super::leader::WriteGate;
 use crate::{
-    access,
-    leader::WriteGate,
+    build::access,
     metrics::{Metrics, RequestLabels},
 };
 
