@@ -1,13 +1,15 @@
 //! KubeSpaces: the host-side operator. The Tenant API lives in `kubespaces_api` and is
 //! re-exported here under its old paths (`api`, `names`, `quantity`, `conditions`).
 //!
-//! The layers, each using only those before it:
+//! The layers, each using only those before it ([`error`] and [`metrics`] sit beside them):
 //! - [`api`], [`names`], [`conditions`]: the one Tenant type, every derived name, the phase.
 //! - [`build`]: pure, the desired host objects, control-plane values, route, apps objects,
 //!   install manifests' parts and the RBAC table, from a Tenant and the settings.
 //! - [`observe`]: pure, what the live objects say (conditions, drift).
 //! - [`helm`]: the one subprocess, rendering the pinned chart.
-//! - [`apply`]: server-side apply, drift checks and pruning, with the operator's own recent writes.
+//! - [`apply`]: server-side apply of the rendered objects, their drift check and prune, and the
+//!   operator's own recent writes (the typed host objects are still applied in
+//!   [`reconcile::host`]).
 //! - [`reconcile`]: one pass over a Tenant (and its teardown), made of the steps above.
 //! - [`runtime`]: configuration, the controller's watches, leader election, clients, probes.
 
