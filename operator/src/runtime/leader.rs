@@ -10,7 +10,7 @@
 //!   lets its client send writes only while the Lease, as last seen, names this process and was
 //!   renewed recently enough that no other replica can have taken it ([`lease_allows_writes`]).
 //!   Everything the controller writes (objects, status, Events) goes through that client
-//!   ([`crate::kube_client`]).
+//!   ([`super::kube_client`]).
 //! - **Short retries.** The crate's own watch loop backs off up to 30 s after an error; the loop
 //!   here retries after at most ~2 s, so leadership is settled soon after the API server is back.
 //!
