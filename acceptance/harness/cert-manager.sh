@@ -12,6 +12,7 @@
 # Appends to STATE_DIR/env:
 #   KUBESPACES_APPS_CLUSTER_ISSUER  kubespaces-apps-ca, the ClusterIssuer for *.<tenant>.apps.<domain>
 #   KUBESPACES_APPS_CA_FILE         STATE_DIR/apps-ca.crt, the CA certificate clients trust
+# and the issuer to STATE_DIR/operator.env too (the operator's settings, lib.sh).
 # Env: KUBESPACES_CERT_MANAGER_IMAGE (another image for the controller, e.g. to see a failed start).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
@@ -104,5 +105,6 @@ chmod 644 "$STATE/apps-ca.crt.tmp"
 mv "$STATE/apps-ca.crt.tmp" "$STATE/apps-ca.crt"
 
 env_set "$STATE/env" KUBESPACES_APPS_CLUSTER_ISSUER "$ISSUER"
+operator_setting "$STATE" KUBESPACES_APPS_CLUSTER_ISSUER "$ISSUER"
 env_set "$STATE/env" KUBESPACES_APPS_CA_FILE "$STATE/apps-ca.crt"
 log "ClusterIssuer $ISSUER Ready after $((SECONDS - T0))s (CA certificate in $STATE/apps-ca.crt)"

@@ -25,34 +25,26 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the harness directory
+import benchlib  # noqa: E402  (acceptance/harness/benchlib.py)
+from benchlib import die, median_range, mib, percentile, read_int, read_kv, say  # noqa: E402
+
+benchlib.PREFIX = "chart-bench"
+
 NS, RELEASE = "kubespaces-system", "kubespaces"
 SELECTOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
-K = None  # kubectl
 STATE = None
 NODE_CGROUP = None
 
 
-def say(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] chart-bench: {msg}", file=sys.stderr, flush=True)
-
-
 def kubectl(*args, stdin=None):
-    r = subprocess.run([K, *args], input=stdin, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"chart-bench: kubectl {' '.join(args)} failed: {r.stderr.strip()}")
-    return r.stdout
+    """kubectl's output; a failure ends the benchmark."""
+    return benchlib.kubectl(*args, stdin=stdin).stdout
 
 
 def wait_until(what, timeout, check, period=0.1):
-    """Polls check() until it returns something truthy; fails after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = check()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            sys.exit(f"chart-bench: timed out after {timeout}s waiting for {what}")
-        time.sleep(period)
+    """benchlib.wait_until, polling every 0.1 s unless told otherwise."""
+    return benchlib.wait_until(what, timeout, check, period)
 
 
 class Watch:
@@ -69,7 +61,7 @@ class Watch:
     def run(self):
         while not self.stopped:
             self.proc = subprocess.Popen(
-                [K, "get", *self.args, "-w", "-o", f"jsonpath={self.template}" + '{"\\n"}'],
+                [benchlib.KUBECTL, "get", *self.args, "-w", "-o", f"jsonpath={self.template}" + '{"\\n"}'],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             for line in self.proc.stdout:
                 self.on_line(time.monotonic(), line.rstrip("\n"))
@@ -104,7 +96,7 @@ class Tenants:
         with self.cv:
             if not self.cv.wait_for(lambda: all(n in self.ready_at for n in names), timeout):
                 missing = [n for n in names if n not in self.ready_at]
-                sys.exit(f"chart-bench: {len(missing)} Tenants not Ready after {timeout}s: {missing[:5]}")
+                die(f"{len(missing)} Tenants not Ready after {timeout}s: {missing[:5]}")
         return [self.ready_at[n] for n in names]
 
 
@@ -127,7 +119,7 @@ class Lease:
             return next(((t, h) for t, h in self.events if t >= since and h and h != old), None)
         with self.cv:
             if not self.cv.wait_for(first, timeout):
-                sys.exit(f"chart-bench: no pod but {old} held the Lease {timeout}s after the kill")
+                die(f"no pod but {old} held the Lease {timeout}s after the kill")
             return first()
 
 
@@ -143,14 +135,14 @@ def create_tenants(names, concurrency):
         items = [tenant(n) for n in names[i::concurrency]]
         if not items:
             continue
-        p = subprocess.Popen([K, "create", "-f", "-"], stdin=subprocess.PIPE,
+        p = subprocess.Popen([benchlib.KUBECTL, "create", "-f", "-"], stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         p.stdin.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
         p.stdin.close()
         procs.append(p)
     for p in procs:
         if p.wait() != 0:
-            sys.exit(f"chart-bench: kubectl create failed: {p.stderr.read()}")
+            die(f"kubectl create failed: {p.stderr.read()}")
 
 
 # --- the operator's pods, their processes and cgroups ---------------------------------------
@@ -209,16 +201,6 @@ def operator_pid(pod):
         except OSError:
             continue
     return None
-
-
-def read_kv(path):
-    with open(path) as f:
-        return {k: int(v) for k, v in (line.split() for line in f)}
-
-
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().split()[0])
 
 
 class Container:
@@ -348,7 +330,7 @@ def dump_logs(label):
     with open(os.path.join(STATE, "logs", "operator-pods-history.log"), "a") as out:
         for pod in pods():
             for prev in ("--previous", None):
-                r = subprocess.run([K, "-n", NS, "logs", pod] + ([prev] if prev else []),
+                r = subprocess.run([benchlib.KUBECTL, "-n", NS, "logs", pod] + ([prev] if prev else []),
                                    capture_output=True, text=True)
                 if r.returncode == 0 and r.stdout:
                     out.write(f"===== {label}: {pod}{' (previous container)' if prev else ''}\n{r.stdout}")
@@ -378,8 +360,8 @@ def usage(args, lease_name, tenants, lease, res):
     samples = sampler.stop()
     lat = sorted(t - t0 for t in ready)
     res["load"] = {pod: summary(v) for pod, v in samples.items()}
-    res["tenants"] = {"n": args.tenants, "created": created, "all": lat[-1], "p50": statistics.median(lat),
-                      "p99": lat[min(len(lat) - 1, round(0.99 * len(lat)) - 1)]}
+    res["tenants"] = {"n": args.tenants, "created": created, "all": lat[-1], "p50": percentile(lat, 50),
+                      "p99": percentile(lat, 99)}
     say(f"{args.tenants} Tenants created in {created:.1f} s, all Ready after {lat[-1]:.1f} s "
         f"(p50 {res['tenants']['p50']:.1f} s); leader used {res['load'][leader]['cpu_s']:.1f} CPU s")
     res["loadavg"].append(os.getloadavg()[0])
@@ -388,7 +370,7 @@ def usage(args, lease_name, tenants, lease, res):
         others = sorted({h for t, h in lease.events if t >= since and h != leader})
     if others or not all(c.pid == operator_pid(c.pod) for c in cs):
         dump_logs("after the load")
-        sys.exit(f"chart-bench: the Lease changed hands ({others}) or an operator process restarted "
+        die(f"the Lease changed hands ({others}) or an operator process restarted "
                  "while the leader was measured")
 
 
@@ -433,10 +415,6 @@ def failover(args, lease_name, tenants, lease, res):
 
 
 # --- the report -----------------------------------------------------------------------------
-
-def mib(b):
-    return f"{b / 2**20:.1f} MiB"
-
 
 def ratio(a, b):
     return f"{a / b:.2f}x" if b else "-"
@@ -496,7 +474,7 @@ def report(res):
         for key, what in (("lease", "another pod holds the Lease"), ("ready", "a Tenant created at the kill Ready")):
             v = [x[key] for x in xs]
             med = statistics.median(v)
-            cell = f"{med:.2f} s ({min(v):.2f}–{max(v):.2f})"
+            cell = median_range(v, 2, " s")
             print(f"  {what:54} {cell:>22} {med / lease:>9.2f}x")
         again = [x for x in xs if x["again"]]
         if again:
@@ -508,7 +486,7 @@ def report(res):
 
 
 def main():
-    global K, STATE, NODE_CGROUP
+    global STATE, NODE_CGROUP
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--state", required=True)
     ap.add_argument("--tenants", type=int, default=300)
@@ -519,7 +497,7 @@ def main():
     ap.add_argument("--results", help="also write the figures here as JSON")
     args = ap.parse_args()
     STATE = args.state
-    K = os.environ["KUBESPACES_KUBECTL"]
+    benchlib.KUBECTL = os.environ["KUBESPACES_KUBECTL"]
     with open(os.path.join(STATE, "run", "node.env")) as f:
         NODE_CGROUP = dict(line.strip().split("=", 1) for line in f if "=" in line)["NODE_CGROUP"]
     dep = json.loads(kubectl("-n", NS, "get", "deployment", f"{RELEASE}-operator", "-o", "json"))

@@ -13,12 +13,13 @@
 #       build it first), imports it into the node of the cluster in STATE_DIR (images.sh operator),
 #       then `helm upgrade --install kubespaces charts/kubespaces -n kubespaces-system
 #       --create-namespace --wait` with that image, and waits until every replica is Ready. On a
-#       cluster with the platform Gateway (KUBESPACES_API_GATEWAY in its env) every Tenant gets a
-#       vCluster: the vCluster images are imported and the chart gets the Gateway, the domain, the
-#       StorageClass and manifests/vcluster/values-local.yaml; elsewhere controlPlane.kind=none. Adds
-#       KUBESPACES_HELM, KUBESPACES_OPERATOR_NAMESPACE, KUBESPACES_OPERATOR_RELEASE and
-#       KUBESPACES_OPERATOR_IMAGE to STATE_DIR/env. Idempotent: an unchanged binary gives the same
-#       image name, and helm changes nothing.
+#       cluster with the platform Gateway (KUBESPACES_API_GATEWAY in its operator.env) every Tenant
+#       gets a vCluster: the vCluster images are imported and the chart gets the Gateway, the
+#       domain, the StorageClass and manifests/vcluster/values-local.yaml; elsewhere
+#       controlPlane.kind=none. Adds KUBESPACES_OPERATOR_NAMESPACE, KUBESPACES_OPERATOR_RELEASE and
+#       KUBESPACES_OPERATOR_IMAGE to STATE_DIR/env and KUBESPACES_HELM to STATE_DIR/operator.env
+#       (lib.sh). Idempotent: an unchanged binary gives the same image name, and helm changes
+#       nothing.
 #   chart.sh logs STATE_DIR
 #       writes the operator pods' logs (current and previous containers) to
 #       STATE_DIR/logs/operator-pods.log.
@@ -67,6 +68,8 @@ load_state() {
   [ -f "$STATE/env" ] || die "$STATE/env missing: is the cluster in $STATE up? (cluster-up.sh $STATE)"
   # shellcheck disable=SC1091
   . "$STATE/env"
+  # The Gateway, apps and storage settings, passed to the chart as values.
+  load_operator_settings "$STATE"
   K=$KUBESPACES_KUBECTL
 }
 
@@ -159,7 +162,7 @@ install() {
     [ "$ready" = "$want" ] && [ "$("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o name | wc -l)" = "$want" ]
   }
   wait_for "every operator replica Running and Ready" 120 all_ready || die "the operator's replicas are not all Ready"
-  env_set "$STATE/env" KUBESPACES_HELM "$HELM"
+  operator_setting "$STATE" KUBESPACES_HELM "$HELM"
   env_set "$STATE/env" KUBESPACES_OPERATOR_NAMESPACE "$NAMESPACE"
   env_set "$STATE/env" KUBESPACES_OPERATOR_RELEASE "$RELEASE"
   env_set "$STATE/env" KUBESPACES_OPERATOR_IMAGE "$image"

@@ -80,6 +80,6 @@ net_down "$STATE"
 rm -rf "$STATE/node/containerd/state" "$STATE/node/runc" "$STATE/node/kubelet" "$STATE/node/cni/ipam" \
   "$STATE/node/local-path"
 rm -f "$STATE/run/order"
-# The env file describes a running cluster; without one it would only mislead.
-rm -f "$STATE/env"
+# The env files describe a running cluster; without one they would only mislead.
+rm -f "$STATE/env" "$STATE/operator.env"
 log "stopped everything in $STATE"

@@ -8,11 +8,13 @@
 # (node-lib.sh); the API server answers at https://<node address>:6443 from this machine.
 # Needs root (network namespace, iptables, mounts, cgroups).
 #
-# Writes STATE_DIR/kubeconfig (0600) and STATE_DIR/env (export lines for KUBECONFIG,
-# KUBESPACES_KUBECTL, KUBESPACES_BIN, KUBESPACES_STATE, and KUBESPACES_STORAGE_CLASS: the default
-# StorageClass, local-path with a real node, kwok-volume on a kwok-only cluster). Idempotent: if
+# Writes STATE_DIR/kubeconfig (0600), STATE_DIR/env (export lines for KUBECONFIG,
+# KUBESPACES_KUBECTL, KUBESPACES_BIN, KUBESPACES_STATE, ...) and STATE_DIR/operator.env (the
+# operator's settings, lib.sh), there KUBESPACES_STORAGE_CLASS: the default StorageClass,
+# local-path with a real node, kwok-volume on a kwok-only cluster. Idempotent: if
 # this STATE_DIR already has a healthy cluster it only says so; leftovers of a dead one are cleaned
-# up first.
+# up first. The steps marked (harness.md §N) follow that section of the recipe in
+# ../shared/reference/harness.md, beside this checkout (not in the repository).
 #
 # Env: KUBESPACES_BIN (skip build-tools.sh and use these binaries),
 #      KUBESPACES_CRD_DIRS (extra colon-separated dirs of *.yaml applied together with the CRDs),
@@ -79,7 +81,7 @@ K="$BIN/kubectl"
 # Fresh state, but keep the directory itself (it may hold the lock and the caller's files) and the
 # node's image store (STATE/node/containerd/root: a cache, so a warm start imports no image).
 rm -rf "$STATE/pki" "$STATE/logs" "$STATE/run" "$STATE/kubeconfig" "$STATE/kube-controller-manager.kubeconfig" "$STATE/env" "$STATE/scheduler.yaml" \
-  "$STATE/apps-ca.crt"
+  "$STATE/operator.env" "$STATE/apps-ca.crt"
 if [ -d "$STATE/node/containerd/root" ]; then
   find "$STATE/node" -mindepth 1 -maxdepth 1 ! -name containerd -exec rm -rf {} +
   find "$STATE/node/containerd" -mindepth 1 -maxdepth 1 ! -name root -exec rm -rf {} +
@@ -394,7 +396,7 @@ provisioner: kwok.x-k8s.io/volume
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 EOF
-    env_set "$STATE/env" KUBESPACES_STORAGE_CLASS kwok-volume
+    operator_setting "$STATE" KUBESPACES_STORAGE_CLASS kwok-volume
   fi
 
   # One fake node, big enough for the benchmark (up to 1000 tenants, each with a control-plane pod).

@@ -41,45 +41,20 @@ import time
 
 import yaml
 
+sys.dont_write_bytecode = True  # no __pycache__ in the harness directory
+import benchlib  # noqa: E402  (acceptance/harness/benchlib.py)
+from benchlib import die, kubectl, read_int, read_kv, run, say, wait_until  # noqa: E402
+
+benchlib.PREFIX = "cp-bench"
+
 OP_NS, OP_RELEASE = "kubespaces-system", "kubespaces"
 OP_SELECTOR = f"app.kubernetes.io/instance={OP_RELEASE},app.kubernetes.io/component=operator"
-RELEASE = "vcluster"  # the operator's release name in every tenant namespace (names.rs)
+RELEASE = "vcluster"  # the operator's release name in every tenant namespace (names::CONTROL_PLANE_RELEASE)
 ADMIN_SECRET = "vc-vcluster"
 TENANT_SECRET = "tenant-kubeconfig"
 TENANT_PREFIX = "kubespaces-tenant-"
-E = {}  # the cluster's env (STATE/env)
+E = {}  # the cluster's env (STATE/env, STATE/operator.env, STATE/run/node.env)
 ARGS = None
-
-
-def say(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] cp-bench: {msg}", file=sys.stderr, flush=True)
-
-
-def die(msg):
-    sys.exit(f"cp-bench: {msg}")
-
-
-def run(*cmd, stdin=None, check=True, timeout=None):
-    r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        die(f"{' '.join(cmd[:6])} ... failed: {r.stderr.strip()[-2000:]}")
-    return r
-
-
-def kubectl(*args, stdin=None, check=True):
-    return run(E["KUBESPACES_KUBECTL"], *args, stdin=stdin, check=check)
-
-
-def wait_until(what, timeout, check, period=0.25):
-    """Polls check() until it returns something truthy; fails after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = check()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            die(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(period)
 
 
 def merge(base, over):
@@ -167,16 +142,6 @@ def helm_install(ns, values, wait):
 # --- memory of pods on this machine (cgroup v1 or v2, and /proc) ------------------------------
 
 CGROUP_V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-
-
-def read_kv(path):
-    with open(path) as f:
-        return {k: int(v) for k, v in (line.split() for line in f)}
-
-
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().split()[0])
 
 
 def cgroup_memory(d):
@@ -534,18 +499,11 @@ def baseline_round(r):
 # --- the report -------------------------------------------------------------------------------
 
 def mib(b):
-    return f"{b / 2**20:.0f} MiB"
+    return benchlib.mib(b, 0)
 
 
-def pct(xs, p):
-    if p == 50:
-        return statistics.median(xs)
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(p / 100 * len(xs)) - 1))]
-
-
-def med_range(vals, unit="s"):
-    return f"{statistics.median(vals):.1f}{unit} ({min(vals):.1f}–{max(vals):.1f})"
+pct = benchlib.percentile
+med_range = benchlib.median_range
 
 
 def report(res):
@@ -624,11 +582,13 @@ def main():
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--results")
     ARGS = ap.parse_args()
-    env_out = run("bash", "-c", 'set -a && . "$1/env" && . "$1/run/node.env" && env -0', "env", ARGS.state).stdout
-    E.update(kv.split("=", 1) for kv in env_out.split("\0") if "=" in kv)
+    E.update(benchlib.read_env(ARGS.state, "run/node.env"))
+    # The operator's settings: helm, the storage class.
+    E.update(benchlib.operator_settings(ARGS.state))
+    benchlib.KUBECTL = E["KUBESPACES_KUBECTL"]
     for key in ("KUBESPACES_DOMAIN", "KUBESPACES_API_GATEWAY", "KUBESPACES_HELM", "NODE_CGROUP", "NODE_NS"):
         if not E.get(key):
-            die(f"{key} is not in {ARGS.state}/env or run/node.env: a real node with the Gateway and the chart installed are needed")
+            die(f"{key} is not in {ARGS.state}/env, operator.env or run/node.env: a real node with the Gateway and the chart installed are needed")
     ARGS.helm = E["KUBESPACES_HELM"]
     charts = glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "charts", "vcluster", "vcluster-*.tgz"))
     if len(charts) != 1:

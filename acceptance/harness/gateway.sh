@@ -14,9 +14,11 @@
 #   KUBESPACES_GATEWAY_SERVICE   traefik.kubespaces-gateway.svc:443, how pods reach it
 #   KUBESPACES_API_GATEWAY       kubespaces-gateway/kubespaces/api, the parentRef of tenant API
 #                                routes (namespace/name/sectionName)
+#   KUBESPACES_TLSSERVER_IMAGE   an HTTPS test backend (acceptance/tools/images/tlsserver)
+# and to STATE_DIR/operator.env (the operator's settings, lib.sh): KUBESPACES_GATEWAY_ADDRESS and
+# KUBESPACES_API_GATEWAY as above, and
 #   KUBESPACES_APPS_GATEWAY_CLASS traefik, the class of the tenants' apps Gateways (their HTTPS
 #                                listeners share the entry point on 443 with `api`)
-#   KUBESPACES_TLSSERVER_IMAGE   an HTTPS test backend (acceptance/tools/images/tlsserver)
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -65,7 +67,10 @@ env_set "$STATE/env" KUBESPACES_DOMAIN "$DOMAIN"
 env_set "$STATE/env" KUBESPACES_GATEWAY_ADDRESS "$NODE_IP:443"
 env_set "$STATE/env" KUBESPACES_GATEWAY_SERVICE "traefik.kubespaces-gateway.svc:443"
 env_set "$STATE/env" KUBESPACES_API_GATEWAY "kubespaces-gateway/kubespaces/api"
-env_set "$STATE/env" KUBESPACES_APPS_GATEWAY_CLASS traefik
+# The same for operators (STATE/operator.env, lib.sh), with the class of the apps Gateways.
+operator_setting "$STATE" KUBESPACES_GATEWAY_ADDRESS "$NODE_IP:443"
+operator_setting "$STATE" KUBESPACES_API_GATEWAY "kubespaces-gateway/kubespaces/api"
+operator_setting "$STATE" KUBESPACES_APPS_GATEWAY_CLASS traefik
 # The HTTPS test backend images.sh builds (tests/gateway.rs).
 env_set "$STATE/env" KUBESPACES_TLSSERVER_IMAGE "localhost/kubespaces/tlsserver:1"
 

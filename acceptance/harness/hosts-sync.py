@@ -30,6 +30,9 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the harness directory
+from benchlib import read_env  # noqa: E402  (acceptance/harness/benchlib.py: STATE/env as a dict)
+
 HOSTS = os.environ.get("KUBESPACES_HOSTS_FILE", "/etc/hosts")  # tests of this script only
 KINDS = ("tlsroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io")
 RESYNC_SECONDS = 60  # a full re-list even without events, in case a watch missed something
@@ -94,20 +97,6 @@ def write_block(state, ip, names):
             return True
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def read_env(state):
-    """The export lines of STATE/env (written by cluster-up.sh and gateway.sh), as a dict."""
-    env = {}
-    out = subprocess.run(
-        ["bash", "-c", '. "$1/env" && env -0', "read-env", state],
-        check=True, capture_output=True,
-    ).stdout
-    for item in out.split(b"\0"):
-        key, sep, value = item.decode().partition("=")
-        if sep:
-            env[key] = value
-    return env
 
 
 def die_with_parent():

@@ -228,6 +228,35 @@ env_set() {
   printf 'export %s=%q\n' "$name" "$value" >>"$file"
 }
 
+# The operator's settings for the cluster in a state dir: STATE/operator.env, one NAME=VALUE a line
+# (no quoting, one line per value). They are the operator's own flag variables (KUBESPACES_*, read
+# as fallbacks of its flags: storage class, helm, the Gateway and apps settings), kept out of
+# STATE/env so that the processes started with that env (`make test`'s tests, the benchmarks)
+# do not pass them on to every operator they start. What starts an operator reads them:
+# operator.sh, chart.sh (as chart values), acceptance/src/operator.rs (test-owned operators),
+# control-plane-bench.py. A setting a test also reads (the Gateway's address, its parentRef, the
+# apps issuer) is in STATE/env as well.
+# operator_setting STATE NAME VALUE: sets NAME (replacing an earlier line).
+operator_setting() {
+  local file="$1/operator.env" name=$2 value=$3
+  case $value in *$'\n'*) die "operator setting $name: the value must be one line" ;; esac
+  if [ -f "$file" ]; then
+    grep -v "^$name=" "$file" >"$file.tmp" || true
+    mv "$file.tmp" "$file"
+  fi
+  printf '%s=%s\n' "$name" "$value" >>"$file"
+}
+
+# load_operator_settings STATE: the settings as shell variables of the caller, not exported.
+load_operator_settings() {
+  local line
+  [ -f "$1/operator.env" ] || return 0
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    printf -v "${line%%=*}" '%s' "${line#*=}"
+  done <"$1/operator.env"
+}
+
 # Empties a state dir for a fresh cluster, keeping only the node's image store (a cache: with it a
 # warm start imports no image). Call it only once the cluster in it is down.
 reset_state_dir() {
@@ -254,6 +283,61 @@ throwaway_cluster() {
   if [ -d "$THROWAWAY_STATE" ]; then "$HARNESS_DIR/cluster-down.sh" "$THROWAWAY_STATE"; fi
   reset_state_dir "$THROWAWAY_STATE"
   KUBESPACES_BIN="$bin" "$HARNESS_DIR/cluster-up.sh" "$THROWAWAY_STATE"
+}
+
+# bench_cluster STATE NODES [OPTION...]: the set-up every run-*-bench.sh starts with, in the
+# calling shell. From the repository's root: the machine's tools (root and the node's tools when
+# NODES has a real node), the release builds first (so rustc does not compete with the cluster for
+# CPU during the measurement), the cached binaries in BIN (exported as KUBESPACES_BIN), a fresh
+# cluster of NODES in STATE stopped on exit (throwaway_cluster), the chart if asked, and STATE/env
+# sourced.
+#   --need CMD:PKG     ensure_cmds CMD:PKG too (repeatable)
+#   --build PKG[:BIN]  nice cargo build --release -p PKG [--bin BIN] (repeatable; Rust is checked
+#                      only when something is built)
+#   --with TOOL        build-tools.sh --with TOOL (repeatable)
+#   --crds             only the CRDs at cluster-up (KUBESPACES_MANIFESTS=crds)
+#   --chart            chart.sh install STATE once the cluster is up
+bench_cluster() {
+  local state=$1 nodes=$2 crds=false chart=false spec
+  local -a needs=() builds=() tools=()
+  shift 2
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --need) needs+=("$2"); shift 2 ;;
+      --build) builds+=("$2"); shift 2 ;;
+      --with) tools+=(--with "$2"); shift 2 ;;
+      --crds) crds=true; shift ;;
+      --chart) chart=true; shift ;;
+      *) die "bench_cluster: unknown option $1" ;;
+    esac
+  done
+  cd "$REPO_ROOT" || die "cannot cd to $REPO_ROOT"
+  ensure_runtime_tools
+  case ",$nodes," in *,real,*) ensure_node_tools ;; esac
+  ensure_go
+  [ ${#needs[@]} -eq 0 ] || ensure_cmds "${needs[@]}"
+  if [ ${#builds[@]} -gt 0 ]; then
+    ensure_rust
+    for spec in "${builds[@]}"; do
+      if [ "${spec#*:}" != "$spec" ]; then
+        log "==> building the release ${spec#*:} (${spec%%:*})"
+        nice cargo build --release -p "${spec%%:*}" --bin "${spec#*:}"
+      else
+        log "==> building the release $spec"
+        nice cargo build --release -p "$spec"
+      fi
+    done
+  fi
+  BIN=$("$HARNESS_DIR/build-tools.sh" "${tools[@]}")
+  export KUBESPACES_BIN="$BIN"
+  if $crds; then
+    KUBESPACES_NODES=$nodes KUBESPACES_MANIFESTS=crds throwaway_cluster "$state" "$BIN"
+  else
+    KUBESPACES_NODES=$nodes throwaway_cluster "$state" "$BIN"
+  fi
+  if $chart; then "$HARNESS_DIR/chart.sh" install "$state"; fi
+  # shellcheck disable=SC1091
+  . "$state/env"
 }
 
 # shellcheck disable=SC2317  # invoked by the EXIT trap of throwaway_cluster

@@ -17,6 +17,12 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the harness directory
+import benchlib  # noqa: E402  (acceptance/harness/benchlib.py)
+from benchlib import die, median_range, percentile  # noqa: E402
+
+benchlib.PREFIX = "node-bench"
+
 
 def pod_list(ns, n, image, node):
     """N sleeping busybox pods pinned to the real node or to the kwok node."""
@@ -89,10 +95,9 @@ def run_round(args, node, rnd):
                    text=True, check=True, stdout=subprocess.DEVNULL)
     done.wait(timeout=300)
     if len(seen) < args.pods:
-        sys.exit(f"node-bench: only {len(seen)} of {args.pods} pods Ready on the {node} node in 300 s")
+        die(f"only {len(seen)} of {args.pods} pods Ready on the {node} node in 300 s")
     lat = sorted(seen.values())
-    p50 = statistics.median(lat)
-    p99 = lat[min(len(lat) - 1, int(round(0.99 * len(lat))) - 1)]
+    p50, p99 = percentile(lat, 50), percentile(lat, 99)
     print(f"[node-bench] round {rnd}: {args.pods} pods Ready on the {node} node: "
           f"p50 {p50:.2f}s p99 {p99:.2f}s, all after {lat[-1]:.2f}s", file=sys.stderr)
     pss = pss_of_node(args.state, node) if node == "real" or rnd == 1 else None
@@ -160,8 +165,7 @@ def bench(args):
 
 
 def fmt(values):
-    med = statistics.median(values)
-    return med, f"{med:6.2f}s ({min(values):.2f}–{max(values):.2f})"
+    return statistics.median(values), median_range(values, 2, "s", 6)
 
 
 def report(path):

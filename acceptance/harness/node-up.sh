@@ -2,9 +2,9 @@
 # node-up.sh STATE_DIR — the real node of the cluster in STATE_DIR, run by cluster-up.sh once the
 # control plane answers: containerd (+ runc, CNI bridge), the images (images.sh), the kubelet,
 # kube-proxy (iptables), kube-router (NetworkPolicy only), CoreDNS and local-path-provisioner (the
-# default StorageClass local-path, KUBESPACES_STORAGE_CLASS in STATE/env). All in the cluster's
+# default StorageClass local-path, KUBESPACES_STORAGE_CLASS in STATE/operator.env). All in the cluster's
 # network namespace (node-lib.sh), with the cluster's own containerd root, cgroup root and CNI state.
-# Recipe and traps: shared/reference/real-node.md.
+# Recipe and traps: ../shared/reference/real-node.md, beside this checkout (not in the repository).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -246,7 +246,7 @@ wait_for "CoreDNS" 90 "$K" -n kube-system rollout status deployment/coredns --ti
   || die "CoreDNS did not become available ($K -n kube-system describe pods -l k8s-app=kube-dns)"
 wait_for "local-path-provisioner" 90 "$K" -n local-path-storage rollout status deployment/local-path-provisioner --timeout=1s \
   || die "local-path-provisioner did not become available ($K -n local-path-storage describe pods)"
-env_set "$STATE/env" KUBESPACES_STORAGE_CLASS local-path
+operator_setting "$STATE" KUBESPACES_STORAGE_CLASS local-path
 env_set "$STATE/env" KUBESPACES_BUSYBOX_IMAGE "$(image_ref busybox)"
 env_set "$STATE/env" KUBESPACES_KUBECTL_IMAGE "$(image_ref kubectl)"
 log "node $NODE_NAME ready: pods run (containerd $("$BIN/ctr" --address "$SOCK" version 2>/dev/null | awk '/Version:/ {print $2; exit}'))"

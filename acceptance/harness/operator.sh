@@ -60,10 +60,13 @@ PORT=$(freeport)
 ADDR="127.0.0.1:$PORT"
 printf '\n===== %s: %s run --metrics-addr %s %s\n' "$(date -Is)" "$OP_BIN" "$ADDR" "$*" >>"$STATE/logs/operator.log"
 log "starting $OP_BIN run --metrics-addr $ADDR $*"
-# KUBECONFIG is passed explicitly so the operator never falls back to ~/.kube/config; RUST_LOG passes through.
+# KUBECONFIG is passed explicitly so the operator never falls back to ~/.kube/config, and so are
+# the operator's settings for this cluster (STATE_DIR/operator.env, lib.sh); RUST_LOG passes through.
 # Tenants get the host side only (the benchmarks run on kwok nodes, where no control plane can
 # run) unless KUBESPACES_CONTROL_PLANE or the extra args say otherwise.
-start_bg "$STATE" operator env KUBECONFIG="$KUBECONFIG" \
+SETTINGS=()
+[ ! -f "$STATE/operator.env" ] || mapfile -t SETTINGS < <(grep -v '^$' "$STATE/operator.env")
+start_bg "$STATE" operator env KUBECONFIG="$KUBECONFIG" "${SETTINGS[@]}" \
   KUBESPACES_CONTROL_PLANE="${KUBESPACES_CONTROL_PLANE:-none}" \
   "$OP_BIN" run --metrics-addr "$ADDR" "$@"
 show_log() { tail -n 40 "$STATE/logs/operator.log" >&3; }

@@ -19,23 +19,12 @@ DURATION=${1:-10}
 ROUNDS=${2:-3}
 STATE="$REPO_ROOT/.kubespaces/appsbench"
 TENANT=bench-apps
-cd "$REPO_ROOT"
 T0=$SECONDS
 
-ensure_runtime_tools
-ensure_node_tools
-ensure_go
-ensure_cmds wrk:wrk
-ensure_rust
-log "==> building the release operator (its image is made from this binary)"
-nice cargo build --release -p kubespaces-operator
-BIN=$("$HARNESS_DIR/build-tools.sh" --with helm --with vcluster)
-export KUBESPACES_BIN="$BIN"
-
-KUBESPACES_NODES=real KUBESPACES_MANIFESTS=crds throwaway_cluster "$STATE" "$BIN"
-"$HARNESS_DIR/chart.sh" install "$STATE"
-# shellcheck disable=SC1091
-. "$STATE/env"
+# The release operator (its image is made from this binary), the real node, only the CRDs: the
+# chart installs the rest.
+bench_cluster "$STATE" real --need wrk:wrk --build kubespaces-operator --with helm --with vcluster \
+  --crds --chart
 [ -n "${KUBESPACES_APPS_CLUSTER_ISSUER:-}" ] || die "the cluster in $STATE has no apps issuer (cert-manager.sh): no apps exposure"
 K=$KUBESPACES_KUBECTL
 

@@ -8,23 +8,10 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=make-bench
 STATE="$REPO_ROOT/.kubespaces/bench"
-cd "$REPO_ROOT"
 
-ensure_runtime_tools
-ensure_go
-ensure_rust
-
-# Compile first so rustc does not compete with the control plane for CPU during the measurement.
-log "==> building the release operator and bench"
-cargo build --release -p kubespaces-operator
-cargo build --release -p kubespaces-acceptance --bin bench
-BIN=$("$HARNESS_DIR/build-tools.sh")
-
-# KWOK only: the benchmark measures the operator and the API server, and no pod needs to run.
-KUBESPACES_NODES=kwok throwaway_cluster "$STATE" "$BIN"
-
-# shellcheck disable=SC1091
-. "$STATE/env"
+# The release operator and bench; KWOK only: the benchmark measures the operator and the API
+# server, and no pod needs to run.
+bench_cluster "$STATE" kwok --build kubespaces-operator --build kubespaces-acceptance:bench
 export KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/release/kubespaces-operator"
 export KUBESPACES_ACCEPTANCE=1
 log "==> cargo run --release -p kubespaces-acceptance --bin bench $*"

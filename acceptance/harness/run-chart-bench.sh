@@ -17,24 +17,10 @@ set -euo pipefail
 LOG_PREFIX=bench-chart
 TENANTS=${1:-300}
 STATE="$REPO_ROOT/.kubespaces/chart-bench"
-cd "$REPO_ROOT"
 
-ensure_runtime_tools
-ensure_node_tools
-ensure_go
-ensure_rust
-
-# Compile first so rustc does not compete with the cluster for CPU during the measurement.
-log "==> building the release operator (its image is made from this binary)"
-nice cargo build --release -p kubespaces-operator
-BIN=$("$HARNESS_DIR/build-tools.sh" --with helm)
-export KUBESPACES_BIN="$BIN"
-
-# The real node: the operator runs as pods. Only the CRDs: the chart installs the rest.
-KUBESPACES_NODES=real KUBESPACES_MANIFESTS=crds throwaway_cluster "$STATE" "$BIN"
-"$HARNESS_DIR/chart.sh" install "$STATE"
-# shellcheck disable=SC1091
-. "$STATE/env"
+# The release operator (its image is made from this binary); the real node: the operator runs as
+# pods. Only the CRDs: the chart installs the rest.
+bench_cluster "$STATE" real --build kubespaces-operator --with helm --crds --chart
 log "==> measuring: $TENANTS Tenants, then 2 x 5 failovers; image $KUBESPACES_OPERATOR_IMAGE from $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- operator || echo ' + uncommitted changes in operator/')"
 rc=0
 python3 "$HARNESS_DIR/chart-bench.py" --state "$STATE" --tenants "$TENANTS" \

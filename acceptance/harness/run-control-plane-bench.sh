@@ -20,31 +20,18 @@ LOG_PREFIX=bench-control-plane
 TENANTS=${1:-5}
 ROUNDS=${2:-2}
 STATE="$REPO_ROOT/.kubespaces/cpbench"
-cd "$REPO_ROOT"
 T0=$SECONDS
 
-ensure_runtime_tools
-ensure_node_tools
-ensure_go
-python3 -c 'import yaml' 2>/dev/null || ensure_cmds yaml-missing:python3-yaml
-
-# Compile first so rustc does not compete with the cluster for CPU during the measurement.
+# The release operator (its image is made from this binary), unless CPBENCH_NO_BUILD.
+build=(--build kubespaces-operator)
 if [ "${CPBENCH_NO_BUILD:-}" = 1 ]; then
-  [ -x target/release/kubespaces-operator ] || die "target/release/kubespaces-operator missing (unset CPBENCH_NO_BUILD)"
-else
-  ensure_rust
-  log "==> building the release operator (its image is made from this binary)"
-  nice cargo build --release -p kubespaces-operator
+  [ -x "$REPO_ROOT/target/release/kubespaces-operator" ] || die "target/release/kubespaces-operator missing (unset CPBENCH_NO_BUILD)"
+  build=()
 fi
-BIN=$("$HARNESS_DIR/build-tools.sh" --with helm --with vcluster)
-export KUBESPACES_BIN="$BIN"
-
 # The real node with the Gateway; only the CRDs, the chart installs the rest and, seeing the
 # Gateway, turns tenant control planes on (vCluster images imported, values-local.yaml).
-KUBESPACES_NODES=real KUBESPACES_MANIFESTS=crds throwaway_cluster "$STATE" "$BIN"
-"$HARNESS_DIR/chart.sh" install "$STATE"
-# shellcheck disable=SC1091
-. "$STATE/env"
+bench_cluster "$STATE" real "${build[@]}" --with helm --with vcluster --crds --chart
+python3 -c 'import yaml' 2>/dev/null || ensure_cmds yaml-missing:python3-yaml
 [ -n "${KUBESPACES_API_GATEWAY:-}" ] || die "the cluster in $STATE has no platform Gateway: no tenant control planes"
 log "==> cluster and chart ready after $((SECONDS - T0))s; measuring ($TENANTS at once, $ROUNDS rounds); operator image $KUBESPACES_OPERATOR_IMAGE"
 mkdir -p "$STATE/logs"

@@ -28,26 +28,15 @@ LOG_PREFIX=provider-bench
 STATE="$REPO_ROOT/.kubespaces/provider-bench"
 N=${1:-20}
 PLANS=${PROVIDER_BENCH_PLANS:-9}
-cd "$REPO_ROOT"
 [[ "$N" =~ ^[1-9][0-9]*$ ]] || die "usage: $0 [number of tenants]"
-
-ensure_runtime_tools
-ensure_go
-ensure_rust
-ensure_cmds /usr/bin/time:time
 command -v terraform >/dev/null 2>&1 || die "terraform (>= 1.11) is not on PATH"
 
-# Compile first so rustc does not compete with the control plane for CPU during the measurement.
-log "==> building the release provider and operator, and the kubectl provider (cached)"
-cargo build --release -p terraform-provider-kubespaces -p kubespaces-operator
-BIN=$("$HARNESS_DIR/build-tools.sh" --with tf-kubectl)
-
-# KWOK only: terraform and the operator need no pod to run.
-KUBESPACES_NODES=kwok throwaway_cluster "$STATE" "$BIN"
+# The release provider and operator, the kubectl provider (cached); KWOK only: terraform and the
+# operator need no pod to run.
+bench_cluster "$STATE" kwok --need /usr/bin/time:time --build terraform-provider-kubespaces \
+  --build kubespaces-operator --with tf-kubectl
 KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/release/kubespaces-operator" \
   "$HARNESS_DIR/operator.sh" start "$STATE"
-# shellcheck disable=SC1091
-. "$STATE/env"
 
 # workspace NAME PROVIDER_TYPE REAL_BINARY MAIN_TF: a terraform directory whose CLI config points
 # the provider (dev_overrides, so no init) at the RSS-recording wrapper.

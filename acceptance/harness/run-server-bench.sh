@@ -27,25 +27,16 @@ LOG_PREFIX=bench-server
 STATE="$REPO_ROOT/.kubespaces/server-bench"
 REQUESTS=${1:-400}
 ROUNDS=${2:-3}
-cd "$REPO_ROOT"
 [[ "$REQUESTS" =~ ^[1-9][0-9]*$ && "$ROUNDS" =~ ^[1-9][0-9]*$ ]] \
   || die "usage: $0 [requests per side [rounds]]"
 read -r -a EXTRA <<<"${SERVER_BENCH_ARGS:-}"
 
-ensure_runtime_tools
-ensure_go
-ensure_rust
-
-# Compile first so rustc does not compete with the control plane for CPU during the measurement.
-log "==> building the release server and the driver, and Dex (cached)"
-cargo build --release -p kubespaces-server
-cargo build --release -p kubespaces-acceptance --bin server-bench
-BIN=$("$HARNESS_DIR/build-tools.sh" --with dex)
-
-# KWOK only and only the CRDs: the server needs the Tenant API, no pod and no operator.
-KUBESPACES_NODES=kwok KUBESPACES_MANIFESTS=crds throwaway_cluster "$STATE" "$BIN"
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/dex.sh" start "$STATE"
-# shellcheck disable=SC1091
+# The release server and the driver, Dex (cached); KWOK only and only the CRDs: the server needs
+# the Tenant API, no pod and no operator.
+bench_cluster "$STATE" kwok --build kubespaces-server --build kubespaces-acceptance:server-bench \
+  --with dex --crds
+"$HARNESS_DIR/dex.sh" start "$STATE"
+# shellcheck disable=SC1091  # again: dex.sh added the issuer
 . "$STATE/env"
 
 # The driver stops every server it starts; should the driver itself be killed, a server it left

@@ -222,9 +222,13 @@ fn spawn(
         .expect("operator log file");
     let err = out.try_clone().expect("operator log file");
     let mut command = Command::new(bin);
-    // Tenants of test-owned operators get the host side only, unless a test asks for control
-    // planes (`--control-plane=vcluster` and its settings in `extra`, which win over this).
-    command.env("KUBESPACES_CONTROL_PLANE", "none");
+    // The cluster's operator settings (the Gateway, apps and storage ones), as the harness wrote
+    // them; and tenants of test-owned operators get the host side only, unless a test asks for
+    // control planes (`--control-plane=vcluster` and its settings in `extra`, which win over
+    // these).
+    command
+        .envs(settings())
+        .env("KUBESPACES_CONTROL_PLANE", "none");
     if let Some(kubeconfig) = kubeconfig {
         command.env("KUBECONFIG", kubeconfig);
     }
@@ -244,28 +248,53 @@ fn spawn(
         .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"))
 }
 
-/// A minimal HTTP/1.0 GET on loopback (status, body): enough for /readyz and /metrics.
+/// The operator's settings for the cluster under test: `$KUBESPACES_STATE/operator.env`, one
+/// `NAME=VALUE` a line, written by the harness (lib.sh `operator_setting`): the operator's own
+/// flag variables (storage class, helm, the Gateway and apps settings). Only those a test reads
+/// itself are in the tests' env too; every operator a test or the bench starts gets all of them
+/// from here. Empty without a state dir or file.
+pub fn settings() -> Vec<(String, String)> {
+    let Ok(state) = std::env::var("KUBESPACES_STATE") else {
+        return Vec::new();
+    };
+    let path = Path::new(&state).join("operator.env");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => panic!("read {}: {e}", path.display()),
+    };
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (name, value) = l
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{}: not NAME=VALUE: {l}", path.display()));
+            (name.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+/// One of the operator's [`settings`] by name.
+pub fn setting(name: &str) -> Option<String> {
+    settings()
+        .into_iter()
+        .find_map(|(n, v)| (n == name).then_some(v))
+}
+
+/// A GET of an operator's loopback endpoint (/readyz, /metrics): status and body; None when it
+/// does not answer within 30 s (never through a proxy).
 pub async fn http_get(url: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest
-        .split_once('/')
-        .map(|(h, p)| (h, format!("/{p}")))
-        .unwrap_or((rest, "/".into()));
-    let mut stream = tokio::net::TcpStream::connect(host).await.ok()?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+    let response = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .no_proxy()
+        .build()
+        .ok()?
+        .get(url)
+        .send()
         .await
         .ok()?;
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await.ok()?;
-    let text = String::from_utf8_lossy(&buf);
-    let status = text.split_whitespace().nth(1)?.parse().ok()?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Some((status, body))
+    let status = response.status().as_u16();
+    Some((status, response.text().await.ok()?))
 }
 
 /// The samples of a Prometheus metric family in a metrics text: (line, value).

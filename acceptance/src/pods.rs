@@ -8,8 +8,7 @@
 
 use std::{
     collections::BTreeMap,
-    io::{Read, Write},
-    net::TcpStream,
+    io::Write,
     process::{Output, Stdio},
     time::Duration,
 };
@@ -141,9 +140,18 @@ pub async fn retry_until<T>(
     timeout: Duration,
     mut check: impl FnMut() -> Result<T, String>,
 ) -> T {
+    retry_until_async(what, timeout, || std::future::ready(check())).await
+}
+
+/// [`retry_until`] for a check that is itself async.
+pub async fn retry_until_async<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        match check() {
+        match check().await {
             Ok(v) => return v,
             Err(seen) => assert!(
                 tokio::time::Instant::now() < deadline,
@@ -546,15 +554,23 @@ pub fn http_get_from(
     }
 }
 
-/// An HTTP/1.0 GET of `/` at 127.0.0.1:`port`, from the test process itself: the whole response.
-pub fn local_http_get(port: u16) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-    stream.write_all(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response)?;
-    Ok(String::from_utf8_lossy(&response).into_owned())
+/// A GET of `/` at 127.0.0.1:`port` (Host `localhost`, 10 s timeout, no proxy), from the test
+/// process itself: the status and the body, or why no answer came.
+pub async fn local_http_get(port: u16) -> Result<(u16, String), String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = client
+        .get(format!("http://127.0.0.1:{port}/"))
+        .header(reqwest::header::HOST, "localhost")
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let body = response.text().await.map_err(|e| e.to_string())?;
+    Ok((status, body))
 }
 
 /// The addresses busybox `nslookup` printed for `name` (the answer's `Address:` lines, not the

@@ -18,9 +18,10 @@ use kubespaces_operator::{
 
 use crate::{Env, pods::retry_until};
 
-/// A setting of the cluster's platform parts that these tests need (the harness writes it).
+/// A setting of the cluster's platform parts that these tests need (the harness writes it): one
+/// of the operator's settings ([`crate::operator::settings`]), else a variable of the test's env.
 pub fn platform_var(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
+    crate::operator::setting(name).or_else(|| std::env::var(name).ok()).unwrap_or_else(|| {
         panic!("{name} is not set: tenant control planes need the cluster's platform Gateway (make test sets it up)")
     })
 }

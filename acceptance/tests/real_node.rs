@@ -19,8 +19,8 @@ use kubespaces_acceptance::{
     pods::{
         HTTP_PORT, PortForward, busybox_spec, cluster_ip_service, delete_tenant, deployment,
         describe, fresh_tenant, http_get_from, httpd_spec, local_http_get, nslookup_addresses,
-        page_of, pod, real_nodes, retry_until, shell_spec, wait_pod, wait_pod_running,
-        wait_running_ready,
+        page_of, pod, real_nodes, retry_until, retry_until_async, shell_spec, wait_pod,
+        wait_pod_running, wait_running_ready,
     },
 };
 use kubespaces_operator::{names, quantity};
@@ -101,24 +101,22 @@ async fn a_deployment_runs_real_processes_with_exec_logs_and_port_forward() {
         .await;
     }
 
-    // port-forward: the page, fetched by the test over a plain TCP connection.
+    // port-forward: the page, fetched by the test itself through the forwarded port.
     let first = name_of(&running[0]);
     let forward = PortForward::start(&env, &ns, &first, HTTP_PORT).await;
-    let response =
-        retry_until(
-            "the page through kubectl port-forward",
-            NETWORK,
-            || match local_http_get(forward.local_port) {
-                Ok(r) if r.contains(&page_of(&first)) => Ok(r),
-                Ok(r) => Err(r),
-                Err(e) => Err(e.to_string()),
-            },
-        )
+    let port = forward.local_port;
+    let (status, body) =
+        retry_until_async("the page through kubectl port-forward", NETWORK, || {
+            let page = page_of(&first);
+            async move {
+                match local_http_get(port).await? {
+                    (status, body) if body.contains(&page) => Ok((status, body)),
+                    (status, body) => Err(format!("HTTP {status}: {body}")),
+                }
+            }
+        })
         .await;
-    assert!(
-        response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200"),
-        "{response}"
-    );
+    assert_eq!(status, 200, "{body}");
     forward.stop().await;
 
     delete_tenant(&env, tenant).await;
