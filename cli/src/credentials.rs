@@ -8,8 +8,8 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    error::{CliError, Result},
-    origin::{self, Endpoint, Origin, UrlError},
+    error::{CliError, Result, ServerError},
+    origin::{self, Endpoint, Origin},
     private_file,
 };
 
@@ -84,36 +84,6 @@ impl Credentials {
     }
 }
 
-/// Why the stored login is not used for a server.
-#[derive(Debug, thiserror::Error)]
-pub enum ServerError {
-    #[error(
-        "the stored login is for {issued_for}, not {requested}; its token goes only to the server \
-         it was issued for: to use {requested}, run `kubespaces login --server {requested}`"
-    )]
-    Elsewhere {
-        issued_for: String,
-        requested: String,
-    },
-    /// A file that records no server: its tokens are not sent anywhere.
-    #[error("{}", not_recorded(requested.as_deref()))]
-    NotRecorded { requested: Option<String> },
-    #[error(transparent)]
-    Url(#[from] UrlError),
-}
-
-fn not_recorded(requested: Option<&str>) -> String {
-    match requested {
-        Some(server) => format!(
-            "not logged in to {server}: the stored login does not record which server it was \
-             issued for, so its token is not sent there: run `kubespaces login --server {server}`"
-        ),
-        None => "not logged in: the stored login does not record which server it was issued \
-                 for: run `kubespaces login --server URL`"
-            .into(),
-    }
-}
-
 pub fn dir() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os("KUBESPACES_CONFIG_DIR").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
@@ -174,6 +144,7 @@ pub fn remove() -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::origin::UrlError;
 
     fn token(claims: serde_json::Value) -> String {
         let enc = base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -1,8 +1,10 @@
 //! Errors, each printed as one line, and the exit code each maps to (documented in `--help`).
-//! Modules with errors of their own ([`crate::credentials::ServerError`],
-//! [`crate::origin::UrlError`], ...) convert into [`CliError`], which decides the exit code.
+//! Modules with errors of their own ([`crate::origin::UrlError`],
+//! [`crate::private_file::WriteError`]) convert into [`CliError`], which decides the exit code.
+//! The errors of the stored login's server ([`ServerError`]) and of a kubeconfig merge
+//! ([`Conflict`]) are defined here, so this module needs nothing of the modules that raise them.
 
-use crate::credentials::ServerError;
+use crate::origin::UrlError;
 
 /// Exit codes. Stable: scripts depend on them.
 pub mod exit {
@@ -74,14 +76,58 @@ pub enum CliError {
     #[error("{0}")]
     Other(String),
     #[error(transparent)]
-    Server(#[from] crate::credentials::ServerError),
+    Server(#[from] ServerError),
     /// A URL a token would travel to that is refused (plain http, not a URL).
     #[error(transparent)]
-    Url(#[from] crate::origin::UrlError),
+    Url(#[from] UrlError),
     #[error(transparent)]
     Write(#[from] crate::private_file::WriteError),
     #[error(transparent)]
-    Conflict(#[from] crate::kubeconfig::Conflict),
+    Conflict(#[from] Conflict),
+}
+
+/// Why the stored login is not used for a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(
+        "the stored login is for {issued_for}, not {requested}; its token goes only to the server \
+         it was issued for: to use {requested}, run `kubespaces login --server {requested}`"
+    )]
+    Elsewhere {
+        issued_for: String,
+        requested: String,
+    },
+    /// A file that records no server: its tokens are not sent anywhere.
+    #[error("{}", not_recorded(requested.as_deref()))]
+    NotRecorded { requested: Option<String> },
+    #[error(transparent)]
+    Url(#[from] UrlError),
+}
+
+fn not_recorded(requested: Option<&str>) -> String {
+    match requested {
+        Some(server) => format!(
+            "not logged in to {server}: the stored login does not record which server it was \
+             issued for, so its token is not sent there: run `kubespaces login --server {server}`"
+        ),
+        None => "not logged in: the stored login does not record which server it was issued \
+                 for: run `kubespaces login --server URL`"
+            .into(),
+    }
+}
+
+/// Entries of the tenant's name in the user's kubeconfig that kubespaces did not write.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the kubeconfig already has {} that kubespaces did not write for tenant {tenant}; nothing was \
+     changed: --force replaces {}",
+    entries.join(" and "),
+    if entries.len() == 1 { "it" } else { "them" }
+)]
+pub struct Conflict {
+    pub tenant: String,
+    /// `context "prod"`, ...
+    pub entries: Vec<String>,
 }
 
 impl CliError {

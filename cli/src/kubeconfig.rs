@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::{Mapping, Value};
 
-use crate::error::{CliError, Result};
+use crate::error::{CliError, Conflict, Result};
 
 mod ownership;
-pub use ownership::Conflict;
 
 const SECTIONS: [(&str, &str); 3] = [
     ("clusters", "cluster"),

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::ValueEnum;
 use kubespaces_api::api::Tenant;
-use kubespaces_api::conditions::READY;
+use kubespaces_api::conditions;
 use tabwriter::TabWriter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -29,28 +29,9 @@ pub fn api_url(t: &Tenant) -> &str {
         .unwrap_or("")
 }
 
-/// What the tenant is waiting for: the first condition that is not yet true (detail conditions
-/// before the summary ones), as "Type: message".
+/// What the tenant is waiting for ([`conditions::waiting_for`], the portal's definition too).
 pub fn pending(t: &Tenant) -> Option<String> {
-    let conditions = t.conditions();
-    let not_true = |c: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition| {
-        c.status != "True" && !matches!(c.type_.as_str(), "Reconciling" | "Stalled" | "Synced")
-    };
-    let detail = conditions
-        .iter()
-        .filter(not_true)
-        .find(|c| c.type_ != READY);
-    let chosen = detail.or_else(|| {
-        conditions
-            .iter()
-            .find(|c| c.type_ == READY && c.status != "True")
-    })?;
-    let message = if chosen.message.is_empty() {
-        chosen.reason.clone()
-    } else {
-        chosen.message.clone()
-    };
-    Some(format!("{}: {}", chosen.type_, message))
+    conditions::waiting_for(t.conditions())
 }
 
 /// NAME PHASE API, columns padded like kubectl (Go's tabwriter, padding 3).

@@ -33,8 +33,6 @@ pub const ALLOWED_ALGORITHMS: [Algorithm; 8] = [
 /// Why a token was refused. Logged at debug level; the caller only ever learns "unauthorized".
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    #[error("no bearer token")]
-    Missing,
     #[error("malformed token header: {0}")]
     Header(jsonwebtoken::errors::Error),
     #[error("algorithm {0:?} is not allowed")]

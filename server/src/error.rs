@@ -27,8 +27,6 @@ pub enum ApiError {
          cannot see) or is being deleted; choose another name"
     )]
     NameTaken(String),
-    #[error("{0}")]
-    Invalid(String),
     /// The Kubernetes API refused or failed; its own words, with the HTTP status it gave.
     #[error("{message}")]
     Kube { code: u16, message: String },
@@ -49,7 +47,6 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) | ApiError::NameTaken(_) => StatusCode::CONFLICT,
-            ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Kube { code, .. } => {
                 StatusCode::from_u16(*code).unwrap_or(StatusCode::BAD_GATEWAY)
             }

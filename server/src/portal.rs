@@ -31,7 +31,7 @@ use crate::{
     pending::Pending,
     public_url::PublicUrl,
     routes::{self, AppState, CreateTenant},
-    streams::{Until, changes_stream},
+    streams::{Until, Waiting, changes_stream},
 };
 
 const SESSION_COOKIE: &str = "ks_session";
@@ -373,8 +373,7 @@ es.addEventListener('applied',e=>{const t=JSON.parse(e.data);const s=t.status||{
 p.textContent=s.phase||'Pending';\
 document.getElementById('api').textContent=(s.endpoints||{}).api||'';\
 document.getElementById('apps').textContent=(s.endpoints||{}).apps||'';\
-const c=(s.conditions||[]).find(c=>c.status!=='True'&&!['Reconciling','Stalled','Synced','Ready'].includes(c.type));\
-document.getElementById('waiting').textContent=c?('Waiting for '+c.type+': '+(c.message||c.reason)):'';});\
+document.getElementById('waiting').textContent=t.waiting?('Waiting for '+t.waiting):'';});\
 es.addEventListener('deleted',()=>{p.textContent='Deleted';});\
 es.addEventListener('expired',e=>{es.close();document.getElementById('waiting').textContent=e.data;});";
 
@@ -439,7 +438,7 @@ async fn events(
             .event("expired")
             .data("your session has ended: log in again to follow this tenant"),
     };
-    changes_stream(&state, b.identity, q.name, until, slot).into_response()
+    changes_stream(&state, b.identity, q.name, until, Waiting::Included, slot).into_response()
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use crate::{
     public_url::PublicUrl,
     rate_limit::{self, Checked, RequestLimits},
     store::Tenants,
-    streams::{StreamSlots, Until, changes_stream},
+    streams::{StreamSlots, Until, Waiting, changes_stream},
 };
 
 /// Field manager of the Tenants this server creates.
@@ -443,5 +443,5 @@ async fn watch(
 ) -> Result<Response, ApiError> {
     let slot = state.streams.acquire(&caller.email)?;
     let until = Until::token(&caller);
-    Ok(changes_stream(&state, caller, query.name, until, slot).into_response())
+    Ok(changes_stream(&state, caller, query.name, until, Waiting::Omitted, slot).into_response())
 }

@@ -20,7 +20,7 @@ use std::{
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
-use kubespaces_api::api::Tenant;
+use kubespaces_api::{api::Tenant, conditions};
 use tokio::time::Instant;
 use tokio_stream::wrappers::BroadcastStream;
 
@@ -144,6 +144,8 @@ struct Feed {
     changes: Changes,
     until: Until,
     ended: bool,
+    /// Whether each tenant's event also says what it is waiting for (the portal's page).
+    waiting: Waiting,
     /// Held for as long as the stream is: its place among the user's streams.
     _slot: Slot,
 }
@@ -164,7 +166,7 @@ impl Feed {
                     if !self.until.valid() {
                         return self.end();
                     }
-                    return Some(event(&change));
+                    return Some(event(&change, self.waiting));
                 }
                 _ = tokio::time::sleep(RECHECK), if self.until.still.is_some() => {
                     if !self.until.valid() {
@@ -181,11 +183,29 @@ impl Feed {
     }
 }
 
-fn event(change: &Change) -> Event {
-    Event::default()
-        .event(change.kind)
-        .json_data(view(&change.tenant))
-        .unwrap_or_else(|_| Event::default().event("error"))
+/// Whether a stream's events carry, beside the tenant, what it is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// The tenant as the API shows it, nothing else (`/api/v1/tenants/watch`).
+    Omitted,
+    /// The tenant and a `waiting` field ([`conditions::waiting_for`]; empty when nothing is unmet),
+    /// so the portal's page shows the CLI's definition without one of its own.
+    Included,
+}
+
+fn event(change: &Change, waiting: Waiting) -> Event {
+    let event = Event::default().event(change.kind);
+    let data = match waiting {
+        Waiting::Omitted => event.json_data(view(&change.tenant)),
+        Waiting::Included => {
+            let mut data = serde_json::to_value(view(&change.tenant)).unwrap_or_default();
+            data["waiting"] = conditions::waiting_for(change.tenant.conditions())
+                .unwrap_or_default()
+                .into();
+            event.json_data(data)
+        }
+    };
+    data.unwrap_or_else(|_| Event::default().event("error"))
 }
 
 /// The live stream for `caller` (only `name` when given), ending as `until` says; `slot` is its
@@ -196,6 +216,7 @@ pub fn changes_stream(
     caller: Identity,
     name: Option<String>,
     until: Until,
+    waiting: Waiting,
     slot: Slot,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let wanted = move |t: &Tenant| {
@@ -219,6 +240,7 @@ pub fn changes_stream(
         changes: Box::pin(futures::stream::iter(initial).chain(live)),
         until,
         ended: false,
+        waiting,
         _slot: slot,
     };
     let stream = futures::stream::unfold(feed, |mut feed| async move {
@@ -268,6 +290,7 @@ mod tests {
             changes,
             until,
             ended: false,
+            waiting: Waiting::Omitted,
             _slot: slots.acquire("alice").unwrap(),
         }
     }

@@ -6,20 +6,6 @@ use serde_yaml::Value;
 
 use super::{SECTIONS, entry};
 
-/// Entries of the tenant's name in the user's kubeconfig that kubespaces did not write.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "the kubeconfig already has {} that kubespaces did not write for tenant {tenant}; nothing was \
-     changed: --force replaces {}",
-    entries.join(" and "),
-    if entries.len() == 1 { "it" } else { "them" }
-)]
-pub struct Conflict {
-    pub tenant: String,
-    /// `context "prod"`, ...
-    pub entries: Vec<String>,
-}
-
 /// Entries named `name` in `original` that an earlier merge of this tenant did not write, as
 /// `context "prod"`.
 ///
