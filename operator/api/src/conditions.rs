@@ -266,6 +266,28 @@ fn known_type(type_: &str) -> Option<&'static str> {
     .find(|t| *t == type_)
 }
 
+/// What a tenant is waiting for, as `Type: message` (the reason when there is no message): the
+/// first condition that is not true, detail conditions before `Ready`. `Reconciling`, `Stalled`
+/// and `Synced` say what the operator is doing, not what the tenant waits for, so they are not
+/// named. `None` when nothing is unmet. The CLI's `--wait` progress and the portal's tenant page
+/// both show this.
+pub fn waiting_for(conditions: &[Condition]) -> Option<String> {
+    let unmet = |c: &&Condition| {
+        c.status != "True" && !matches!(c.type_.as_str(), RECONCILING | STALLED | SYNCED)
+    };
+    let chosen = conditions
+        .iter()
+        .filter(unmet)
+        .find(|c| c.type_ != READY)
+        .or_else(|| conditions.iter().filter(unmet).find(|c| c.type_ == READY))?;
+    let said = if chosen.message.is_empty() {
+        &chosen.reason
+    } else {
+        &chosen.message
+    };
+    Some(format!("{}: {said}", chosen.type_))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,5 +498,56 @@ mod tests {
         let blocked = c.iter().find(|c| c.type_ == DELETION_BLOCKED).unwrap();
         assert_eq!(blocked.message, "2 pods left");
         assert!(deleting(None).iter().all(|d| d.type_ != DELETION_BLOCKED));
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            last_transition_time: time(0),
+            observed_generation: None,
+        }
+    }
+
+    #[test]
+    fn waiting_for_names_the_first_unmet_detail_before_ready() {
+        let conditions = [
+            condition(READY, "False", "Provisioning", "not ready"),
+            condition(RECONCILING, "True", "Progressing", "working"),
+            condition(SYNCED, "False", "Error", "apply failed"),
+            condition(NAMESPACE_READY, "True", "Created", ""),
+            condition(QUOTA_READY, "False", "Pending", "quota not applied"),
+            condition(RBAC_READY, "False", "Pending", "rbac not applied"),
+        ];
+        assert_eq!(
+            waiting_for(&conditions).as_deref(),
+            Some("QuotaReady: quota not applied")
+        );
+    }
+
+    #[test]
+    fn waiting_for_falls_back_to_ready_and_to_the_reason() {
+        let conditions = [
+            condition(READY, "Unknown", "Provisioning", ""),
+            condition(NAMESPACE_READY, "True", "Created", ""),
+            condition(STALLED, "True", "Stuck", "stuck"),
+        ];
+        assert_eq!(
+            waiting_for(&conditions).as_deref(),
+            Some("Ready: Provisioning")
+        );
+    }
+
+    #[test]
+    fn waiting_for_nothing_when_all_are_met() {
+        let conditions = [
+            condition(READY, "True", "Ready", ""),
+            condition(SYNCED, "True", "Synced", ""),
+            condition(RECONCILING, "True", "Progressing", ""),
+        ];
+        assert_eq!(waiting_for(&conditions), None);
+        assert_eq!(waiting_for(&[]), None);
     }
 }
