@@ -7,14 +7,14 @@ use std::{path::Path, time::Duration};
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
-        core::v1::{Pod, ResourceQuota, Service},
+        core::v1::{Namespace, Pod, ResourceQuota, Service},
     },
     apimachinery::pkg::api::resource::Quantity,
 };
 use kube::{Api, ResourceExt, api::ListParams};
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, sharded_tenant},
+    operator::{OperatorProcess, metric_sum, metric_sum_where, sharded_tenant},
     pods::{self, delete_tenant, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
@@ -606,4 +606,133 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
     operator.assert_every_request_listed().await;
     delete_tenant(&env, name).await;
     operator.kill();
+}
+
+/// Completed reconciles of `operator` so far (the duration histogram counts a reconcile when it
+/// ends).
+async fn reconciles_done(operator: &OperatorProcess) -> f64 {
+    metric_sum(
+        &operator.metrics().await,
+        "kubespaces_reconcile_duration_seconds_count",
+    )
+}
+
+/// Writes `operator`'s controller sent to the API so far.
+async fn writes(operator: &OperatorProcess) -> f64 {
+    metric_sum_where(
+        &operator.metrics().await,
+        "kubespaces_kube_api_requests_total",
+        "verb",
+        &["POST", "PUT", "PATCH", "DELETE"],
+    )
+}
+
+/// Touches an annotation of the Tenant (which its watch delivers) and waits until a reconcile
+/// ended after that.
+async fn poke(env: &Env, operator: &OperatorProcess, tenant: &str, round: usize) {
+    let before = reconciles_done(operator).await;
+    env.kubectl_ok(
+        &[
+            "annotate",
+            "--overwrite",
+            "tenant",
+            tenant,
+            &format!("kubespaces.io/test-poke={round}"),
+        ],
+        None,
+    );
+    wait_for(
+        "a reconcile after the Tenant changed",
+        Duration::from_secs(60),
+        || async { (reconciles_done(operator).await > before).then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_down() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    let shard = "host-manifests";
+    let name = "host-manifests";
+    // A platform's values may make the chart render host objects of any kind. A Namespace is
+    // cluster-scoped and on no list of the operator's; a ConfigMap is namespaced.
+    let extra = "kubespaces-extra-host-manifests";
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
+        delete_tenant(&env, name).await;
+    }
+    env.kubectl_ok(&["delete", "namespace", extra, "--ignore-not-found"], None);
+    let dir = std::env::var("KUBESPACES_STATE")
+        .map_or_else(|_| std::env::temp_dir(), std::path::PathBuf::from);
+    let values = dir.join("host-manifests.yaml");
+    std::fs::write(
+        &values,
+        format!(
+            "experimental:\n  deploy:\n    host:\n      manifests: |\n        apiVersion: v1\n        \
+             kind: Namespace\n        metadata:\n          name: {extra}\n        ---\n        \
+             apiVersion: v1\n        kind: ConfigMap\n        metadata:\n          name: platform-extra\n        \
+             data:\n          note: rendered by the platform's values\n"
+        ),
+    )
+    .expect("values file");
+    let operator = start_operator(&env, shard, &vcluster_flags(&pinned_digest(), &[&values])).await;
+    tenants
+        .create(
+            &Default::default(),
+            &sharded_tenant(
+                name,
+                TenantSpec::new("erin@example.com", "2", "4Gi", None),
+                shard,
+            ),
+        )
+        .await
+        .expect("create the tenant");
+    let ready = wait_ready(&tenants, name, READY_WITHIN).await;
+    let inventory = ready
+        .status
+        .and_then(|s| s.control_plane)
+        .map(|c| c.objects)
+        .unwrap_or_default();
+    let ns = names::namespace(name);
+    for entry in [
+        format!("v1/Namespace//{extra}"),
+        format!("v1/ConfigMap/{ns}/platform-extra"),
+    ] {
+        assert!(inventory.contains(&entry), "{entry} in {inventory:?}");
+    }
+    let made = namespaces.get(extra).await.expect("the rendered Namespace");
+    assert_eq!(
+        made.labels().get(names::TENANT_LABEL).map(String::as_str),
+        Some(name)
+    );
+
+    // Ready and unchanged: reconciles read, they do not write.
+    poke(&env, &operator, name, 0).await;
+    let settled = writes(&operator).await;
+    for round in 1..=3 {
+        poke(&env, &operator, name, round).await;
+    }
+    assert_eq!(
+        writes(&operator).await,
+        settled,
+        "a Ready tenant whose chart renders kinds on no list costs no writes per reconcile"
+    );
+    operator.assert_every_request_listed().await;
+
+    // Teardown takes the cluster-scoped object too, not only what the namespace holds.
+    delete_tenant(&env, name).await;
+    wait_for(
+        "the rendered Namespace deleted with the tenant",
+        Duration::from_secs(120),
+        || async {
+            match namespaces.get_opt(extra).await {
+                Ok(None) => Some(()),
+                Ok(Some(n)) => n.metadata.deletion_timestamp.map(|_| ()),
+                Err(_) => None,
+            }
+        },
+    )
+    .await;
 }

@@ -7,7 +7,8 @@
 //!   install manifests' parts and the RBAC table, from a Tenant and the settings.
 //! - [`observe`]: pure, what the live objects say (conditions, drift).
 //! - [`helm`]: the one subprocess, rendering the pinned chart.
-//! - [`apply`]: server-side apply of the rendered objects, their drift check and prune, and the
+//! - [`apply`]: the plan of the rendered objects (pure: claimed, scoped by discovery, the prune
+//!   set), their server-side apply, drift check and prune, and the
 //!   operator's own recent writes (the typed host objects are still applied in
 //!   [`reconcile::host`]).
 //! - [`reconcile`]: one pass over a Tenant (and its teardown), made of the steps above.

@@ -1,7 +1,7 @@
-//! Server-side apply of rendered objects under an inventory, and pruning of what a new render
-//! no longer has. The inventory is the list of [`entry`] strings kept in the Tenant's status;
-//! since more than the operator may write that status, an entry is only ever deleted when it is
-//! in the tenant's namespace or carries the tenant's label.
+//! Carrying out a [`super::plan`]: discovery of the kinds (once each), server-side apply of the
+//! planned objects, and pruning of what a new render no longer has. Since more than the operator
+//! may write the Tenant's status, where the inventory is kept, an entry is only ever deleted when
+//! it is in the tenant's namespace or carries the tenant's label.
 
 use std::{collections::HashMap, sync::Mutex};
 
@@ -12,6 +12,7 @@ use kube::{
 };
 use tracing::{debug, info};
 
+use super::plan::{self, Plan, Scopes, claim, entry, gvk_of, holds, parse_entry};
 use crate::{
     error::{Error, Result},
     names,
@@ -42,75 +43,6 @@ impl Kinds {
     }
 }
 
-fn gvk_of(o: &DynamicObject) -> Result<GroupVersionKind> {
-    let types = o
-        .types
-        .as_ref()
-        .ok_or_else(|| Error::Invalid("a rendered object has no kind".into()))?;
-    GroupVersionKind::try_from(types)
-        .map_err(|e| Error::Invalid(format!("a rendered object's kind: {e}")))
-}
-
-/// `group/version/Kind/namespace/name` (namespace empty for cluster-scoped objects).
-pub fn entry(o: &DynamicObject) -> String {
-    let types = o.types.clone().unwrap_or_default();
-    format!(
-        "{}/{}/{}/{}",
-        types.api_version,
-        types.kind,
-        o.metadata.namespace.clone().unwrap_or_default(),
-        o.name_any()
-    )
-    .trim_start_matches('/')
-    .to_owned()
-}
-
-/// Parses an inventory entry back into its kind, namespace and name.
-fn parse_entry(e: &str) -> Option<(GroupVersionKind, String, String)> {
-    let parts: Vec<&str> = e.split('/').collect();
-    let (group, version, rest) = match parts.len() {
-        // core group: v1/Kind/ns/name
-        4 => ("", parts[0], &parts[1..]),
-        5 => (parts[0], parts[1], &parts[2..]),
-        _ => return None,
-    };
-    Some((
-        GroupVersionKind::gvk(group, version, rest[0]),
-        rest[1].to_owned(),
-        rest[2].to_owned(),
-    ))
-}
-
-/// Whether an inventory entry names a cluster-scoped object (its namespace part is empty).
-pub fn is_cluster_scoped_entry(e: &str) -> bool {
-    parse_entry(e).is_some_and(|(_, ns, _)| ns.is_empty())
-}
-
-/// Puts the tenant's labels on a rendered object and pins namespaced objects to the tenant's
-/// namespace (a chart that renders into another namespace is refused).
-pub fn claim(mut o: DynamicObject, tenant: &str, namespaced: bool) -> Result<DynamicObject> {
-    let ns = names::namespace(tenant);
-    if namespaced {
-        match o.metadata.namespace.as_deref() {
-            None => o.metadata.namespace = Some(ns),
-            Some(n) if n == ns => {}
-            Some(other) => {
-                return Err(Error::Invalid(format!(
-                    "the chart renders {} into namespace {other}; a tenant's control plane lives in {ns} only",
-                    entry(&o)
-                )));
-            }
-        }
-    } else {
-        o.metadata.namespace = None;
-    }
-    o.metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .extend(crate::build::labels(tenant));
-    Ok(o)
-}
-
 /// The object [`claim`]ed for the tenant, and the API it lives in.
 async fn claimed(
     client: &Client,
@@ -127,23 +59,37 @@ async fn claimed(
     Ok((api, o))
 }
 
-/// Applies every object (in the order given: helm's install order) with server-side apply and
-/// returns the inventory of what is now applied.
-pub async fn apply_all(
+/// Asks discovery (once per kind, then [`Kinds`] keeps the answer) how each kind of `rendered` is scoped, and plans
+/// their apply for `tenant` after an apply that left `previous`.
+pub async fn plan(
     client: &Client,
     kinds: &Kinds,
     tenant: &str,
-    objects: Vec<DynamicObject>,
-) -> Result<Vec<String>> {
-    let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
-    let mut inventory = Vec::with_capacity(objects.len());
-    for o in objects {
-        let (api, o) = claimed(client, kinds, tenant, o).await?;
-        debug!(object = %entry(&o), "applying");
-        api.patch(&o.name_any(), &params, &Patch::Apply(&o)).await?;
-        inventory.push(entry(&o));
+    rendered: Vec<DynamicObject>,
+    previous: &[String],
+) -> Result<Plan> {
+    let mut scopes = Scopes::new();
+    for o in &rendered {
+        let gvk = gvk_of(o)?;
+        let (_, namespaced) = kinds.resolve(client, &gvk).await?;
+        scopes.insert(gvk, namespaced);
     }
-    Ok(inventory)
+    plan::build(tenant, rendered, &scopes, previous)
+}
+
+/// Applies the plan's objects, in its order (helm's install order), with server-side apply.
+pub async fn apply_all(client: &Client, kinds: &Kinds, plan: &Plan) -> Result<()> {
+    let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
+    for o in &plan.objects {
+        let (resource, _) = kinds.resolve(client, &gvk_of(o)?).await?;
+        let api: Api<DynamicObject> = match &o.metadata.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        debug!(object = %entry(o), "applying");
+        api.patch(&o.name_any(), &params, &Patch::Apply(o)).await?;
+    }
+    Ok(())
 }
 
 /// The objects as they are on the server after making sure each holds what `objects` says:
@@ -173,40 +119,11 @@ pub async fn apply_changed(
     Ok(live)
 }
 
-/// Whether `live` has every label and spec value `desired` sets (the server adds defaults, so
-/// equality would never hold).
-pub fn holds(live: &DynamicObject, desired: &DynamicObject) -> bool {
-    let labels = desired
-        .labels()
-        .iter()
-        .all(|(k, v)| live.labels().get(k) == Some(v));
-    labels && covers(&live.data["spec"], &desired.data["spec"])
-}
-
-/// `live` has every value of `desired`: maps key by key, lists item by item (same length).
-fn covers(live: &serde_json::Value, desired: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match (live, desired) {
-        (Value::Object(l), Value::Object(d)) => d
-            .iter()
-            .all(|(k, v)| l.get(k).is_some_and(|lv| covers(lv, v))),
-        (Value::Array(l), Value::Array(d)) => {
-            l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| covers(lv, dv))
-        }
-        (l, d) => l == d,
-    }
-}
-
-/// Deletes what `previous` lists and `current` does not. Returns how many were deleted.
-pub async fn prune(
-    client: &Client,
-    kinds: &Kinds,
-    tenant: &str,
-    previous: &[String],
-    current: &[String],
-) -> Result<usize> {
+/// Deletes the plan's prune set (what the last inventory has and this plan does not). Returns
+/// how many were deleted.
+pub async fn prune(client: &Client, kinds: &Kinds, tenant: &str, plan: &Plan) -> Result<usize> {
     let mut deleted = 0;
-    for gone in previous.iter().filter(|e| !current.contains(e)) {
+    for gone in &plan.prune {
         if delete_entry(client, kinds, tenant, gone).await? {
             info!(object = %gone, "pruned: no longer rendered");
             deleted += 1;
@@ -250,81 +167,5 @@ pub async fn delete_entry(client: &Client, kinds: &Kinds, tenant: &str, e: &str)
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.is_not_found() || s.code == 409 => Ok(false),
         Err(e) => Err(e.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_object_holds_what_was_applied_despite_server_defaults_but_not_after_drift() {
-        let desired = DynamicObject {
-            types: None,
-            metadata: kube::api::ObjectMeta {
-                labels: Some([("a".to_owned(), "1".to_owned())].into()),
-                ..Default::default()
-            },
-            data: serde_json::json!({"spec": {"hostnames": ["h"], "rules": [{"backendRefs": [{"name": "s", "port": 443}]}]}}),
-        };
-        let mut live = desired.clone();
-        live.metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("other".into(), "x".into());
-        live.data["spec"]["rules"][0]["backendRefs"][0]["weight"] = serde_json::json!(1);
-        live.data["status"] = serde_json::json!({"parents": []});
-        assert!(holds(&live, &desired));
-        let mut drifted = live.clone();
-        drifted.data["spec"]["hostnames"] = serde_json::json!(["h", "extra"]);
-        assert!(!holds(&drifted, &desired));
-        let mut relabelled = live.clone();
-        relabelled
-            .metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("a".into(), "2".into());
-        assert!(!holds(&relabelled, &desired));
-        let mut changed = live;
-        changed.data["spec"]["rules"][0]["backendRefs"][0]["port"] = serde_json::json!(80);
-        assert!(!holds(&changed, &desired));
-    }
-
-    fn object(api_version: &str, kind: &str, ns: Option<&str>) -> DynamicObject {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": api_version, "kind": kind,
-            "metadata": {"name": "vcluster", "namespace": ns},
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn entries_round_trip_for_core_and_grouped_kinds() {
-        let svc = object("v1", "Service", Some("kubespaces-tenant-a"));
-        assert_eq!(entry(&svc), "v1/Service/kubespaces-tenant-a/vcluster");
-        let (gvk, ns, name) = parse_entry(&entry(&svc)).unwrap();
-        assert_eq!((gvk.group.as_str(), gvk.kind.as_str()), ("", "Service"));
-        assert_eq!(
-            (ns.as_str(), name.as_str()),
-            ("kubespaces-tenant-a", "vcluster")
-        );
-        let role = object("rbac.authorization.k8s.io/v1", "ClusterRole", None);
-        let (gvk, ns, _) = parse_entry(&entry(&role)).unwrap();
-        assert_eq!(gvk.group, "rbac.authorization.k8s.io");
-        assert!(ns.is_empty());
-    }
-
-    #[test]
-    fn rendered_objects_are_labelled_and_kept_in_the_tenant_namespace() {
-        let o = claim(object("v1", "Service", None), "a", true).unwrap();
-        assert_eq!(o.metadata.namespace.as_deref(), Some("kubespaces-tenant-a"));
-        assert_eq!(
-            o.labels().get(names::TENANT_LABEL).map(String::as_str),
-            Some("a")
-        );
-        let elsewhere = object("v1", "Service", Some("kube-system"));
-        assert!(claim(elsewhere, "a", true).is_err());
     }
 }

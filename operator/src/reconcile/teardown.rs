@@ -24,10 +24,11 @@ use crate::{
 const TEARDOWN_REQUEUE: Duration = Duration::from_secs(2);
 
 pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Action> {
+    let name = tenant.name_any();
     if !tenant.has_teardown_finalizer() {
+        forget(ctx, &name);
         return Ok(Action::await_change());
     }
-    let name = tenant.name_any();
     let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
     let ns_name = names::namespace(&name);
     // Read the namespace fresh: letting go of the finalizer must not rest on a stale cache.
@@ -82,9 +83,18 @@ pub async fn run(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> Result<Ac
         }
         None => {
             remove_finalizer(api, tenant, ctx).await?;
-            ctx.metrics.set_phase(&name, None);
+            forget(ctx, &name);
             Ok(Action::await_change())
         }
+    }
+}
+
+/// Drops what the operator keeps in memory for a tenant that is gone, whatever its deletion
+/// policy (an orphaned tenant's objects stay, but nothing of ours refers to them any more).
+fn forget(ctx: &Context, tenant: &str) {
+    ctx.metrics.set_phase(tenant, None);
+    if let Some(cp) = &ctx.control_plane {
+        cp.forget(tenant);
     }
 }
 

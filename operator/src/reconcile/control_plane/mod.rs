@@ -199,29 +199,17 @@ impl ControlPlane {
             ..Outcome::default()
         };
 
-        // 1. The rendered chart, and the prune of what a new render dropped.
-        let wanted: Vec<String> = build
-            .objects
-            .iter()
-            .map(|o| {
-                let mut o = o.clone();
-                if o.metadata.namespace.is_none()
-                    && o.types.as_ref().is_some_and(|t| !cluster_scoped(&t.kind))
-                {
-                    o.metadata.namespace = Some(ns.clone());
-                }
-                apply::entry(&o)
-            })
-            .collect();
-        // The inventory of the last apply is in the status; whether it was applied lately, in
-        // memory (a restarted operator applies everything once).
+        // 1. The rendered chart, and the prune of what a new render dropped. The inventory of
+        // the last apply is in the status; whether it was applied lately, in memory (a
+        // restarted operator applies everything once).
         let inventory: Vec<String> = previous.map(|p| p.objects.clone()).unwrap_or_default();
+        let plan = apply::plan(client, &self.kinds, &name, build.objects, &inventory).await?;
         let last = self.applied.lock().ok().and_then(|a| a.get(&name).cloned());
         let stale = match &last {
-            Some((at, applied)) => *applied != wanted || at.elapsed() >= self.reapply,
+            Some((at, applied)) => *applied != plan.inventory || at.elapsed() >= self.reapply,
             None => true,
         };
-        if stale || !complete || inventory != wanted {
+        if stale || !complete || inventory != plan.inventory {
             // First the operator's own rights in the namespace, then what needs them.
             let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
             let binding = self_binding(&name, &self.operator);
@@ -234,14 +222,14 @@ impl ControlPlane {
             policies
                 .patch(names::CONTROL_PLANE_POLICY, &params, &Patch::Apply(&policy))
                 .await?;
-            let applied = apply::apply_all(client, &self.kinds, &name, build.objects).await?;
-            apply::prune(client, &self.kinds, &name, &inventory, &applied).await?;
+            apply::apply_all(client, &self.kinds, &plan).await?;
+            apply::prune(client, &self.kinds, &name, &plan).await?;
             if let Ok(mut a) = self.applied.lock() {
-                a.insert(name.clone(), (Instant::now(), applied));
+                a.insert(name.clone(), (Instant::now(), plan.inventory.clone()));
             }
         }
         if let Some(status) = outcome.status.as_mut() {
-            status.objects = wanted;
+            status.objects = plan.inventory;
         }
         // The route and the apps objects: applied when they drifted or are missing, and all
         // of them when what we want of them changed or was last applied a while ago.
@@ -551,17 +539,4 @@ fn digest_of(objects: &[DynamicObject]) -> u64 {
 fn unreachable(reason: &str, message: String) -> Desired {
     warn!(%reason, %message, "tenant API not reachable with the handed-out credential");
     Desired::new(API_REACHABLE, false, reason.to_owned(), message)
-}
-
-/// Kinds the chart may render that live outside namespaces.
-fn cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "ClusterRole"
-            | "ClusterRoleBinding"
-            | "PriorityClass"
-            | "StorageClass"
-            | "IngressClass"
-            | "CustomResourceDefinition"
-    )
 }

@@ -14,7 +14,11 @@ use kube::{
 
 use super::ControlPlane;
 use crate::{api::Tenant, error::Result};
-use crate::{apply::dynamic as apply, build::control_plane::apps, names::control_plane as names};
+use crate::{
+    apply::{dynamic as apply, plan},
+    build::control_plane::apps,
+    names::control_plane as names,
+};
 
 impl ControlPlane {
     /// Deletes the tenant's route, vCluster, its claims and cluster-scoped objects. Returns what
@@ -60,11 +64,10 @@ impl ControlPlane {
             .unwrap_or_default();
         for entry in inventory
             .iter()
-            .filter(|e| apply::is_cluster_scoped_entry(e))
+            .filter(|e| plan::is_cluster_scoped_entry(e))
         {
             apply::delete_entry(client, self.kinds(), &name, entry).await?;
         }
-        self.forget(&name);
         Ok(None)
     }
 
