@@ -71,8 +71,6 @@ pub enum ConfigError {
     Kubeconfig(#[from] kube::config::KubeconfigError),
     #[error("finding cluster credentials: {0}")]
     Infer(#[from] kube::config::InferConfigError),
-    #[error("building the kubeconfig for host: {0}")]
-    Explicit(#[from] serde_json::Error),
     #[error("creating the Kubernetes client: {0}")]
     Client(#[from] kube::Error),
 }
@@ -190,27 +188,44 @@ fn explicit_kubeconfig(
     token: Option<&str>,
     ca_pem: Option<&str>,
     insecure: bool,
-) -> Result<kube::config::Kubeconfig, serde_json::Error> {
-    let mut cluster = serde_json::json!({"server": host});
-    if let Some(ca) = ca_pem {
-        cluster["certificate-authority-data"] =
-            base64::engine::general_purpose::STANDARD.encode(ca).into();
+) -> kube::config::Kubeconfig {
+    use kube::config::{
+        AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+    };
+    let cluster = Cluster {
+        server: Some(host.to_owned()),
+        certificate_authority_data: ca_pem
+            .map(|ca| base64::engine::general_purpose::STANDARD.encode(ca)),
+        insecure_skip_tls_verify: insecure.then_some(true),
+        ..Cluster::default()
+    };
+    let user = AuthInfo {
+        token: token.map(|t| t.to_owned().into()),
+        ..AuthInfo::default()
+    };
+    Kubeconfig {
+        clusters: vec![NamedCluster {
+            name: "host".into(),
+            cluster: Some(cluster),
+            ..NamedCluster::default()
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: "terraform".into(),
+            auth_info: Some(user),
+            ..NamedAuthInfo::default()
+        }],
+        contexts: vec![NamedContext {
+            name: "host".into(),
+            context: Some(Context {
+                cluster: "host".into(),
+                user: Some("terraform".into()),
+                ..Context::default()
+            }),
+            ..NamedContext::default()
+        }],
+        current_context: Some("host".into()),
+        ..Kubeconfig::default()
     }
-    if insecure {
-        cluster["insecure-skip-tls-verify"] = true.into();
-    }
-    let user = token.map_or_else(
-        || serde_json::json!({}),
-        |t| serde_json::json!({"token": t}),
-    );
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "host", "cluster": cluster}],
-        "users": [{"name": "terraform", "user": user}],
-        "contexts": [{"name": "host", "context": {"cluster": "host", "user": "terraform"}}],
-        "current-context": "host",
-    }))
 }
 
 pub async fn client(source: &Source) -> Result<kube::Client, ConfigError> {
@@ -222,7 +237,7 @@ pub async fn client(source: &Source) -> Result<kube::Client, ConfigError> {
             ca_pem,
             insecure,
         } => {
-            let kc = explicit_kubeconfig(host, token.as_deref(), ca_pem.as_deref(), *insecure)?;
+            let kc = explicit_kubeconfig(host, token.as_deref(), ca_pem.as_deref(), *insecure);
             kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
         }
         Source::Kubeconfig { path, context } => {
@@ -388,12 +403,29 @@ mod tests {
 
     #[test]
     fn explicit_kubeconfig_carries_server_token_and_ca() {
-        let kc = explicit_kubeconfig("https://h:6443", Some("t"), Some("PEM"), true).unwrap();
+        let kc = explicit_kubeconfig("https://h:6443", Some("t"), Some("PEM"), true);
         let cluster = kc.clusters[0].cluster.as_ref().unwrap();
         assert_eq!(cluster.server.as_deref(), Some("https://h:6443"));
         assert_eq!(cluster.certificate_authority_data.as_deref(), Some("UEVN"));
         assert_eq!(cluster.insecure_skip_tls_verify, Some(true));
         assert!(kc.auth_infos[0].auth_info.as_ref().unwrap().token.is_some());
         assert_eq!(kc.current_context.as_deref(), Some("host"));
+        let bare = explicit_kubeconfig("https://h:6443", None, None, false);
+        let cluster = bare.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(
+            (
+                cluster.certificate_authority_data.as_deref(),
+                cluster.insecure_skip_tls_verify
+            ),
+            (None, None)
+        );
+        assert!(
+            bare.auth_infos[0]
+                .auth_info
+                .as_ref()
+                .unwrap()
+                .token
+                .is_none()
+        );
     }
 }
