@@ -12,9 +12,9 @@ use serde::{Serialize, de::DeserializeOwned};
 use tokio::sync::Notify;
 use tracing::debug;
 
-use super::Context;
+use super::{Context, Pass};
 use crate::{
-    api::{QuotaStatus, Tenant},
+    api::Tenant,
     build::{self, settings::HostConfig},
     conditions::{self, Desired},
     error::{Error, Result},
@@ -22,19 +22,7 @@ use crate::{
     observe::{self, drift},
 };
 
-/// What applying the host side found.
-pub struct Outcome {
-    pub details: Vec<Desired>,
-    /// A permanent problem (reason, message): nothing was applied.
-    pub stalled: Option<(String, String)>,
-    pub quota: Option<QuotaStatus>,
-    /// The connection Secret's condition, when the Tenant asks for one (see [`super::connection`]).
-    pub connection: Option<Desired>,
-    /// The tenant control plane, when the operator provisions one.
-    pub control_plane: Option<crate::reconcile::control_plane::Outcome>,
-}
-
-pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) -> Result<Outcome> {
+pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) -> Result<Pass> {
     let name = tenant.name_any();
     let ns = names::namespace(&name);
     let cached = ctx.caches.observe(&name);
@@ -64,7 +52,7 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
             reason.clone(),
             message.clone(),
         );
-        return Ok(Outcome {
+        return Ok(Pass {
             details,
             stalled: Some((reason, message)),
             quota: None,
@@ -130,7 +118,7 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
     {
         host.quota = Some(settle_quota(tenant, host_config, quota.clone(), ctx).await);
     }
-    Ok(Outcome {
+    Ok(Pass {
         details: observe::details(tenant, host_config, &host),
         stalled: None,
         quota: observe::quota_status(host.quota.as_ref()),

@@ -110,6 +110,18 @@ pub struct Context {
     pub control_plane: Option<Arc<crate::reconcile::control_plane::ControlPlane>>,
 }
 
+/// What one pass over a Tenant found, from which its status is made ([`status::from_pass`]).
+pub struct Pass {
+    pub details: Vec<conditions::Desired>,
+    /// A permanent problem (reason, message): nothing was applied.
+    pub stalled: Option<(String, String)>,
+    pub quota: Option<crate::api::QuotaStatus>,
+    /// The connection Secret's condition, when the Tenant asks for one (see [`connection`]).
+    pub connection: Option<conditions::Desired>,
+    /// The tenant control plane, when the operator provisions one.
+    pub control_plane: Option<control_plane::Progress>,
+}
+
 /// How long to wait before looking again at a tenant that is still converging. Watches on the
 /// host objects usually trigger the next reconcile sooner.
 const CONVERGING_REQUEUE: Duration = Duration::from_secs(10);
@@ -239,7 +251,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     };
     match ensured {
         Ok(outcome) => {
-            let new_status = status::from_outcome(tenant, &outcome);
+            let new_status = status::from_pass(tenant, &outcome);
             let control_plane_next = outcome.control_plane.as_ref().and_then(|c| c.requeue);
             let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
             let stalled = outcome.stalled.is_some();

@@ -10,7 +10,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{Context, host::Outcome, publish};
+use super::{Context, Pass, publish};
 use crate::{
     api::{QuotaStatus, Tenant, TenantStatus},
     conditions::{self, Desired, Phase},
@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// The status after a successful pass over the host side.
-pub fn from_outcome(tenant: &Tenant, outcome: &Outcome) -> TenantStatus {
+pub fn from_pass(tenant: &Tenant, outcome: &Pass) -> TenantStatus {
     let mut details = outcome.details.clone();
     let ready = match &outcome.control_plane {
         Some(cp) => {

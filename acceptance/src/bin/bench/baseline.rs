@@ -1,6 +1,6 @@
 //! The baseline: a plain client that does, for a Tenant that exists, what the operator's path
 //! cannot avoid — the same host objects (the operator's own `build::*`), a wait for the quota
-//! controller, the same final status (the operator's own `status::from_outcome`) — in a straight
+//! controller, the same final status (the operator's own `status::from_pass`) — in a straight
 //! line. Its objects carry [`BASELINE_LABEL`] instead of the tenant label the operator watches,
 //! so they never enter the operator's caches.
 
@@ -131,7 +131,7 @@ impl Baseline {
             connection: None,
             control_plane: None,
         };
-        let new = status::from_outcome(&t, &outcome);
+        let new = status::from_pass(&t, &outcome);
         let body = json!({"apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant", "status": new});
         Api::<Tenant>::all(client.clone())
             .patch_status(

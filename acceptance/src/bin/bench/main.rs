@@ -315,7 +315,7 @@ async fn main() -> Result<()> {
          its namespace, quota, limit range, owner RoleBinding and NetworkPolicy (the operator's \
          build:: objects, labelled {BASELINE_LABEL} instead of {}, so the operator does not cache \
          them; its Tenants are not the operator's shard); wait for the quota controller (one \
-         watch); server-side apply the operator's final status (its status::from_outcome)",
+         watch); server-side apply the operator's final status (its status::from_pass)",
         names::TENANT_LABEL
     );
     println!(

@@ -64,9 +64,9 @@ pub struct Build {
     pub digest: String,
 }
 
-/// What applying and observing the control plane found.
+/// How far the control plane is, as applying and observing it found.
 #[derive(Default)]
-pub struct Outcome {
+pub struct Progress {
     pub details: Vec<Desired>,
     pub endpoints: Option<TenantEndpoints>,
     pub kubeconfig: Option<SecretReference>,
@@ -92,7 +92,7 @@ pub struct ControlPlane {
     /// without a watch happens at most this often).
     applied: Mutex<HashMap<String, (Instant, Vec<String>)>>,
     /// When each tenant's route and apps objects were last all applied, and what was wanted
-    /// of them then ([`digest_of`]).
+    /// of them then ([`fingerprint`]).
     exposed: Mutex<HashMap<String, (Instant, u64)>>,
     reapply: Duration,
 }
@@ -168,7 +168,7 @@ impl ControlPlane {
         statefulset: Option<&StatefulSet>,
         // Whether the watched objects (StatefulSet, Service) are all there.
         complete: bool,
-    ) -> Result<Outcome> {
+    ) -> Result<Progress> {
         let name = tenant.name_any();
         let ns = crate::names::namespace(&name);
         let host = self.api_host(&name);
@@ -180,7 +180,7 @@ impl ControlPlane {
             .status
             .as_ref()
             .and_then(|s| s.control_plane.as_ref());
-        let mut outcome = Outcome {
+        let mut outcome = Progress {
             endpoints: Some(TenantEndpoints {
                 api: Some(endpoint.public_url()),
                 apps: self
@@ -196,7 +196,7 @@ impl ControlPlane {
                 footprint: build.footprint.clone(),
                 objects: vec![],
             }),
-            ..Outcome::default()
+            ..Progress::default()
         };
 
         // 1. The rendered chart, and the prune of what a new render dropped. The inventory of
@@ -234,7 +234,7 @@ impl ControlPlane {
         // The route and the apps objects: applied when they drifted or are missing, and all
         // of them when what we want of them changed or was last applied a while ago.
         let exposure: Vec<DynamicObject> = std::iter::once(build.route).chain(build.apps).collect();
-        let digest = digest_of(&exposure);
+        let digest = fingerprint(&exposure);
         let due = self
             .exposed
             .lock()
@@ -366,7 +366,7 @@ impl ControlPlane {
         tenant: &str,
         endpoint: &credential::Endpoint<'_>,
         admin: &str,
-        outcome: &mut Outcome,
+        outcome: &mut Progress,
     ) -> Desired {
         let existing = match secrets.get_opt(crate::api::KUBECONFIG_SECRET).await {
             Ok(s) => s,
@@ -446,7 +446,7 @@ impl ControlPlane {
         version: String,
         secret: Option<&Secret>,
         now: Timestamp,
-        outcome: &mut Outcome,
+        outcome: &mut Progress,
     ) -> Desired {
         outcome.kubeconfig = Some(SecretReference {
             name: crate::api::KUBECONFIG_SECRET.into(),
@@ -490,7 +490,7 @@ fn observe_apps(
     certificate: Option<&DynamicObject>,
     gateway: Option<&DynamicObject>,
     ns: &str,
-    outcome: &mut Outcome,
+    outcome: &mut Progress,
 ) {
     outcome
         .details
@@ -526,8 +526,9 @@ fn observe_apps(
         });
 }
 
-/// A digest of what is wanted of some objects, to notice a change of it.
-fn digest_of(objects: &[DynamicObject]) -> u64 {
+/// A fingerprint of what is wanted of some objects, to notice a change of it (in memory only,
+/// so the hasher need not be stable across versions).
+fn fingerprint(objects: &[DynamicObject]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     serde_json::to_string(objects)
