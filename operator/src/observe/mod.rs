@@ -1,5 +1,7 @@
 //! From the host objects of a tenant, as observed, to what the status says about them. Pure.
+//! The control plane's objects: [`control_plane`].
 
+pub mod control_plane;
 pub mod drift;
 
 use k8s_openapi::api::{

@@ -42,12 +42,10 @@ use crate::{
     },
     helm as chart,
     names::control_plane as names,
+    observe::control_plane as observe,
 };
 
-use conditions::{
-    API_REACHABLE, API_ROUTE_ACCEPTED, APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED,
-    CONTROL_PLANE_READY,
-};
+use conditions::API_REACHABLE;
 
 /// How soon to look again while the control plane comes up: most steps (the admin Secret, the
 /// route's status) have no watch of ours.
@@ -180,83 +178,37 @@ impl ControlPlane {
             .status
             .as_ref()
             .and_then(|s| s.control_plane.as_ref());
-        let mut outcome = Progress {
+        let apps_url = self
+            .settings
+            .apps
+            .as_ref()
+            .map(|a| apps::endpoint(&name, &self.base_domain, a));
+        // 1. The rendered chart, and the prune of what a new render dropped; then the route and
+        // the apps objects.
+        let inventory = previous.map(|p| p.objects.clone()).unwrap_or_default();
+        let objects = self
+            .apply_chart(client, &name, build.objects, &inventory, complete)
+            .await?;
+        let exposure: Vec<DynamicObject> = std::iter::once(build.route).chain(build.apps).collect();
+        let mut live = self.expose(client, &name, exposure).await?.into_iter();
+        let (route, certificate, gateway) = (live.next(), live.next(), live.next());
+        let mut progress = Progress {
             endpoints: Some(TenantEndpoints {
                 api: Some(endpoint.public_url()),
-                apps: self
-                    .settings
-                    .apps
-                    .as_ref()
-                    .map(|a| apps::endpoint(&name, &self.base_domain, a)),
+                apps: apps_url.clone(),
             }),
             status: Some(ControlPlaneStatus {
                 chart_version: Some(self.settings.chart_version.clone()),
-                chart_digest: Some(build.digest.clone()),
+                chart_digest: Some(build.digest),
                 kubernetes_version: previous.and_then(|p| p.kubernetes_version.clone()),
-                footprint: build.footprint.clone(),
-                objects: vec![],
+                footprint: build.footprint,
+                objects,
             }),
             ..Progress::default()
         };
 
-        // 1. The rendered chart, and the prune of what a new render dropped. The inventory of
-        // the last apply is in the status; whether it was applied lately, in memory (a
-        // restarted operator applies everything once).
-        let inventory: Vec<String> = previous.map(|p| p.objects.clone()).unwrap_or_default();
-        let plan = apply::plan(client, &self.kinds, &name, build.objects, &inventory).await?;
-        let last = self.applied.lock().ok().and_then(|a| a.get(&name).cloned());
-        let stale = match &last {
-            Some((at, applied)) => *applied != plan.inventory || at.elapsed() >= self.reapply,
-            None => true,
-        };
-        if stale || !complete || inventory != plan.inventory {
-            // First the operator's own rights in the namespace, then what needs them.
-            let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
-            let binding = self_binding(&name, &self.operator);
-            let params = PatchParams::apply(crate::names::CHILD_FIELD_MANAGER).force();
-            bindings
-                .patch(names::OPERATOR_BINDING, &params, &Patch::Apply(&binding))
-                .await?;
-            let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
-            let policy = network::policy(&name, &self.api_server);
-            policies
-                .patch(names::CONTROL_PLANE_POLICY, &params, &Patch::Apply(&policy))
-                .await?;
-            apply::apply_all(client, &self.kinds, &plan).await?;
-            apply::prune(client, &self.kinds, &name, &plan).await?;
-            if let Ok(mut a) = self.applied.lock() {
-                a.insert(name.clone(), (Instant::now(), plan.inventory.clone()));
-            }
-        }
-        if let Some(status) = outcome.status.as_mut() {
-            status.objects = plan.inventory;
-        }
-        // The route and the apps objects: applied when they drifted or are missing, and all
-        // of them when what we want of them changed or was last applied a while ago.
-        let exposure: Vec<DynamicObject> = std::iter::once(build.route).chain(build.apps).collect();
-        let digest = fingerprint(&exposure);
-        let due = self
-            .exposed
-            .lock()
-            .ok()
-            .and_then(|e| e.get(&name).copied())
-            .is_none_or(|(at, d)| d != digest || at.elapsed() >= self.reapply);
-        let mut live = apply::apply_changed(client, &self.kinds, &name, exposure, due)
-            .await?
-            .into_iter();
-        if due && let Ok(mut e) = self.exposed.lock() {
-            e.insert(name.clone(), (Instant::now(), digest));
-        }
-        let (route, certificate, gateway) = (live.next(), live.next(), live.next());
-
-        // 2. The workload.
-        let running = statefulset.is_some_and(|s| {
-            let status = s.status.as_ref();
-            let want = s.spec.replicas.unwrap_or(1);
-            status.and_then(|st| st.ready_replicas).unwrap_or(0) >= want
-                && status.and_then(|st| st.observed_generation) >= s.metadata.generation
-                && status.and_then(|st| st.updated_replicas).unwrap_or(0) >= want
-        });
+        // 2. The workload, and the admin kubeconfig it writes once it runs.
+        let running = observe::running(statefulset);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
         let admin = match running {
             true => secrets
@@ -265,61 +217,19 @@ impl ControlPlane {
                 .and_then(|s| credential::kubeconfig_of(&s, names::ADMIN_SECRET_KEY)),
             false => None,
         };
-        outcome.details.push(match (running, &admin) {
-            (false, _) => Desired::new(
-                CONTROL_PLANE_READY,
-                false,
-                "Starting",
-                format!("StatefulSet {ns}/{} is not ready yet", names::RELEASE),
-            ),
-            (true, None) => Desired::new(
-                CONTROL_PLANE_READY,
-                false,
-                "WaitingForAdminSecret",
-                format!(
-                    "the control plane runs; waiting for it to write Secret {ns}/{}",
-                    names::ADMIN_SECRET
-                ),
-            ),
-            (true, Some(_)) => Desired::new(
-                CONTROL_PLANE_READY,
-                true,
-                "Running",
-                format!(
-                    "vCluster {} (chart {}) runs in {ns}",
-                    names::RELEASE,
-                    self.settings.chart_version
-                ),
-            ),
-        });
+        let chart = &self.settings.chart_version;
+        progress
+            .details
+            .push(observe::workload(&ns, running, admin.is_some(), chart));
 
         // 3. The route.
-        let accepted = match &route {
-            Some(r) => route::accepted(r, &self.settings.api_gateway),
-            None => Err((
-                "Creating".into(),
-                format!("TLSRoute {ns}/{} does not exist yet", names::API_ROUTE),
-            )),
-        };
-        outcome.details.push(match &accepted {
-            Ok(()) => Desired::new(
-                API_ROUTE_ACCEPTED,
-                true,
-                "Accepted",
-                format!(
-                    "TLSRoute {ns}/{} routes {host} to the control plane",
-                    names::API_ROUTE
-                ),
-            ),
-            Err((reason, message)) => {
-                Desired::new(API_ROUTE_ACCEPTED, false, reason.clone(), message.clone())
-            }
-        });
+        let accepted = observe::route_accepted(route.as_ref(), &ns, &self.settings.api_gateway);
+        progress.details.push(observe::route(&accepted, &ns, &host));
 
         // 4. The credential, and a request through the public route with it.
         let reachable = match (&admin, &accepted) {
             (Some(admin), Ok(())) => {
-                self.ensure_credential(&secrets, &name, &endpoint, admin, &mut outcome)
+                self.ensure_credential(&secrets, &name, &endpoint, admin, &mut progress)
                     .await
             }
             _ => Desired::new(
@@ -329,17 +239,81 @@ impl ControlPlane {
                 "waiting for the control plane and its route".to_owned(),
             ),
         };
-        outcome.details.push(reachable);
+        progress.details.push(reachable);
 
         // 5. The apps listener and its certificate.
-        if self.settings.apps.is_some() {
-            observe_apps(certificate.as_ref(), gateway.as_ref(), &ns, &mut outcome);
+        if let Some(served) = &apps_url {
+            let apps = observe::apps(certificate.as_ref(), gateway.as_ref(), &ns, served);
+            progress.details.extend(apps);
         }
-        let all = outcome.details.iter().all(|d| d.status);
-        if !all {
-            outcome.requeue = Some(PROGRESS_REQUEUE);
+        if !progress.details.iter().all(|d| d.status) {
+            progress.requeue = Some(PROGRESS_REQUEUE);
         }
-        Ok(outcome)
+        Ok(progress)
+    }
+
+    /// Applies the rendered chart under the inventory `previous` (what the status says the last
+    /// apply left) and prunes what it no longer has; returns the new inventory. Whether it was
+    /// applied lately is kept in memory (a restarted operator applies everything once): a
+    /// converged tenant costs no write until [`Self::reapply`](ControlPlane) has passed.
+    async fn apply_chart(
+        &self,
+        client: &Client,
+        name: &str,
+        rendered: Vec<DynamicObject>,
+        previous: &[String],
+        complete: bool,
+    ) -> Result<Vec<String>> {
+        let plan = apply::plan(client, &self.kinds, name, rendered, previous).await?;
+        let last = self.applied.lock().ok().and_then(|a| a.get(name).cloned());
+        let stale = match &last {
+            Some((at, applied)) => *applied != plan.inventory || at.elapsed() >= self.reapply,
+            None => true,
+        };
+        if stale || !complete || previous != plan.inventory {
+            // First the operator's own rights in the namespace, then what needs them.
+            let ns = crate::names::namespace(name);
+            let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
+            let binding = self_binding(name, &self.operator);
+            let params = PatchParams::apply(crate::names::CHILD_FIELD_MANAGER).force();
+            bindings
+                .patch(names::OPERATOR_BINDING, &params, &Patch::Apply(&binding))
+                .await?;
+            let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
+            let policy = network::policy(name, &self.api_server);
+            policies
+                .patch(names::CONTROL_PLANE_POLICY, &params, &Patch::Apply(&policy))
+                .await?;
+            apply::apply_all(client, &self.kinds, &plan).await?;
+            apply::prune(client, &self.kinds, name, &plan).await?;
+            if let Ok(mut a) = self.applied.lock() {
+                a.insert(name.to_owned(), (Instant::now(), plan.inventory.clone()));
+            }
+        }
+        Ok(plan.inventory)
+    }
+
+    /// The route and the apps objects as they are live: applied when they drifted or are
+    /// missing, and all of them when what we want of them changed or was last applied a while
+    /// ago.
+    async fn expose(
+        &self,
+        client: &Client,
+        name: &str,
+        exposure: Vec<DynamicObject>,
+    ) -> Result<Vec<DynamicObject>> {
+        let wanted = fingerprint(&exposure);
+        let due = self
+            .exposed
+            .lock()
+            .ok()
+            .and_then(|e| e.get(name).copied())
+            .is_none_or(|(at, d)| d != wanted || at.elapsed() >= self.reapply);
+        let live = apply::apply_changed(client, &self.kinds, name, exposure, due).await?;
+        if due && let Ok(mut e) = self.exposed.lock() {
+            e.insert(name.to_owned(), (Instant::now(), wanted));
+        }
+        Ok(live)
     }
 
     async fn route_api(&self, client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
@@ -366,7 +340,7 @@ impl ControlPlane {
         tenant: &str,
         endpoint: &credential::Endpoint<'_>,
         admin: &str,
-        outcome: &mut Progress,
+        progress: &mut Progress,
     ) -> Desired {
         let existing = match secrets.get_opt(crate::api::KUBECONFIG_SECRET).await {
             Ok(s) => s,
@@ -404,7 +378,7 @@ impl ControlPlane {
             .filter(|k| credential::own_token(tenant, &endpoint.public_url(), &ca, k).is_some());
         if let Some(k) = current {
             return match credential::probe(endpoint, &k).await {
-                Ok(version) => self.reachable(tenant, version, existing.as_ref(), now, outcome),
+                Ok(version) => self.reachable(tenant, version, existing.as_ref(), now, progress),
                 Err((_, message)) => unreachable("RequestFailed", message),
             };
         }
@@ -435,7 +409,7 @@ impl ControlPlane {
         };
         info!(tenant, expires = %issued.expires_at, "issued the tenant kubeconfig credential");
         match credential::probe(endpoint, &kubeconfig).await {
-            Ok(version) => self.reachable(tenant, version, Some(&written), now, outcome),
+            Ok(version) => self.reachable(tenant, version, Some(&written), now, progress),
             Err((_, message)) => unreachable("RequestFailed", message),
         }
     }
@@ -446,16 +420,16 @@ impl ControlPlane {
         version: String,
         secret: Option<&Secret>,
         now: Timestamp,
-        outcome: &mut Progress,
+        progress: &mut Progress,
     ) -> Desired {
-        outcome.kubeconfig = Some(SecretReference {
+        progress.kubeconfig = Some(SecretReference {
             name: crate::api::KUBECONFIG_SECRET.into(),
             namespace: crate::names::namespace(tenant),
         });
-        if let Some(status) = outcome.status.as_mut() {
+        if let Some(status) = progress.status.as_mut() {
             status.kubernetes_version = Some(version.clone());
         }
-        outcome.requeue = secret.and_then(|s| credential::renew_in(s, now));
+        progress.requeue = secret.and_then(|s| credential::renew_in(s, now));
         Desired::new(
             API_REACHABLE,
             true,
@@ -483,47 +457,6 @@ impl ControlPlane {
     pub fn kinds(&self) -> &apply::Kinds {
         &self.kinds
     }
-}
-
-/// The apps certificate issued, and the apps listener programmed with it.
-fn observe_apps(
-    certificate: Option<&DynamicObject>,
-    gateway: Option<&DynamicObject>,
-    ns: &str,
-    outcome: &mut Progress,
-) {
-    outcome
-        .details
-        .push(match apps::certificate_ready(certificate) {
-            Ok(()) => Desired::new(
-                APPS_CERTIFICATE_READY,
-                true,
-                "Issued",
-                format!(
-                    "Certificate {ns}/{} is issued and current",
-                    names::APPS_CERTIFICATE
-                ),
-            ),
-            Err((reason, message)) => Desired::new(APPS_CERTIFICATE_READY, false, reason, message),
-        });
-    let served = outcome
-        .endpoints
-        .as_ref()
-        .and_then(|e| e.apps.clone())
-        .unwrap_or_default();
-    outcome
-        .details
-        .push(match apps::listener_programmed(gateway) {
-            Ok(()) => Desired::new(
-                APPS_LISTENER_PROGRAMMED,
-                true,
-                "Programmed",
-                format!("Gateway {ns}/{} serves {served}", names::APPS_GATEWAY),
-            ),
-            Err((reason, message)) => {
-                Desired::new(APPS_LISTENER_PROGRAMMED, false, reason, message)
-            }
-        });
 }
 
 /// A fingerprint of what is wanted of some objects, to notice a change of it (in memory only,
