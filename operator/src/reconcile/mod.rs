@@ -1,6 +1,8 @@
-//! The Tenant reconciler: fetch (from caches; the connection Secrets, which are not watched,
-//! directly) → validate → build (pure) → apply (only what
-//! drifted) → status (only when it changed). Teardown lives in [`teardown`].
+//! The Tenant reconciler, one pass: `build` the control plane (the chart rendered, before
+//! anything is applied) → the finalizer and the host objects ([`host`]: read from the caches,
+//! built, applied where they drifted) → `provision` the control plane and the connection
+//! Secret → `record` the status (written only when it changed) and when to look again.
+//! Teardown lives in [`teardown`].
 
 pub mod connection;
 pub mod control_plane;
@@ -187,6 +189,9 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     if tenant.metadata.deletion_timestamp.is_some() {
         return teardown::run(&api, tenant, ctx).await;
     }
+    // The whole desired control plane is built (the chart rendered) before anything is
+    // applied: the quota grows by what it takes, and a broken pin installs nothing of it.
+    let built = build(tenant, ctx).await?;
     // The finalizer and the host objects go out together: nothing can be orphaned meanwhile,
     // because the namespace (which holds everything else) carries an owner reference to the
     // Tenant, and the garbage collector removes it should the Tenant vanish first.
@@ -196,104 +201,125 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
             false => add_finalizer(&api, tenant, ctx).await,
         }
     };
-    // The whole desired control plane is built (the chart rendered) before anything is
-    // applied: the quota grows by what it takes, and a broken pin installs nothing of it.
-    let built = match &ctx.control_plane {
-        None => None,
-        Some(cp) => Some(
-            cp.build(tenant, &crate::build::container_defaults(&ctx.host))
-                .await,
-        ),
-    };
-    let (host_config, chart_stalled, build) = match built {
-        None => (ctx.host.clone(), None, None),
-        Some(Ok(b)) => (ctx.host.with_footprint(b.footprint.clone()), None, Some(b)),
-        Some(Err(e)) if e.is_permanent() => (
-            ctx.host.clone(),
-            Some((e.reason().to_owned(), e.to_string())),
-            None,
-        ),
-        Some(Err(e)) => return Err(e.into()),
-    };
-    let (finalized, ensured) = futures::join!(finalizer, host::ensure(tenant, &host_config, ctx));
+    let (finalized, host) = futures::join!(finalizer, host::ensure(tenant, &built.host, ctx));
     finalized?;
-    let ensured = match ensured {
-        Ok(mut outcome) if outcome.stalled.is_none() && chart_stalled.is_some() => {
-            outcome.stalled = chart_stalled;
-            Ok(outcome)
-        }
-        Ok(mut outcome) if outcome.stalled.is_none() => {
-            let control_plane = match (&ctx.control_plane, build) {
-                (Some(cp), Some(build)) => {
-                    let name = tenant.name_any();
-                    let statefulset = ctx.caches.statefulset(&name);
-                    let complete =
-                        statefulset.is_some() && ctx.caches.has_control_plane_service(&name);
-                    Some(
-                        cp.ensure(&ctx.client, tenant, build, statefulset.as_ref(), complete)
-                            .await,
-                    )
-                }
-                _ => None,
-            };
-            match control_plane.transpose() {
-                Ok(cp) => {
-                    outcome.control_plane = cp;
-                    connection::ensure(tenant, ctx).await.map(|c| {
-                        outcome.connection = c;
-                        outcome
-                    })
-                }
-                Err(e) => Err(e),
-            }
-        }
-        other => other,
-    };
-    match ensured {
-        Ok(outcome) => {
-            let new_status = status::from_pass(tenant, &outcome);
-            let control_plane_next = outcome.control_plane.as_ref().and_then(|c| c.requeue);
-            let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
-            let stalled = outcome.stalled.is_some();
-            let held_back = status::write(&api, tenant, new_status, ctx).await?;
-            let next = match (ready, stalled) {
-                (true, _) => ctx.resync,
-                // A conflicting namespace is not ours to watch; look again now and then.
-                (_, true) => Duration::from_secs(60),
-                _ => CONVERGING_REQUEUE,
-            };
-            let next = control_plane_next.map_or(next, |d| next.min(d));
-            let next = held_back.map_or(next, |d| next.min(d));
-            // While our own writes are preferred to the caches, look again once the caches
-            // alone decide, so a change someone made meanwhile is not missed.
-            let pending = ctx.recent.pending(&format!("{}/", tenant.name_any()));
-            Ok(Action::requeue(if pending {
-                next.min(recent::TRUST)
-            } else {
-                next
-            }))
-        }
+    match provision(tenant, host, built, ctx).await {
+        Ok(pass) => record(&api, tenant, &pass, ctx).await,
         Err(error) => {
-            let conditions = conditions::with_sync_error(
-                tenant.conditions(),
-                error.condition_reason(),
-                error.reason(),
-                &error.to_string(),
-            );
-            let failed = status::with_conditions(tenant, conditions, None);
-            if let Err(e) = status::write(&api, tenant, failed, ctx).await {
-                warn!(error = %e, "could not record the reconcile error in status");
-            }
-            publish(
-                ctx,
-                &tenant.object_ref(&()),
-                EventType::Warning,
-                error.reason(),
-                &error.to_string(),
-            );
+            record_error(&api, tenant, &error, ctx).await;
             Err(error)
         }
     }
+}
+
+/// The control plane as built before anything is applied, and the host settings it implies.
+struct Built {
+    /// The platform's host settings, the quota grown by the control plane's footprint.
+    host: HostConfig,
+    /// The chart cannot be used until the platform fixes it (reason, message).
+    chart_stalled: Option<(String, String)>,
+    control_plane: Option<control_plane::Build>,
+}
+
+async fn build(tenant: &Tenant, ctx: &Context) -> Result<Built> {
+    let Some(cp) = &ctx.control_plane else {
+        return Ok(Built {
+            host: ctx.host.clone(),
+            chart_stalled: None,
+            control_plane: None,
+        });
+    };
+    let defaults = crate::build::container_defaults(&ctx.host);
+    Ok(match cp.build(tenant, &defaults).await {
+        Ok(b) => Built {
+            host: ctx.host.with_footprint(b.footprint.clone()),
+            chart_stalled: None,
+            control_plane: Some(b),
+        },
+        Err(e) if e.is_permanent() => Built {
+            host: ctx.host.clone(),
+            chart_stalled: Some((e.reason().to_owned(), e.to_string())),
+            control_plane: None,
+        },
+        Err(e) => return Err(e.into()),
+    })
+}
+
+/// The rest of a pass once the host objects are applied (`host`): the control plane and the
+/// connection Secret. A stalled step (a conflicting namespace, a broken chart pin) ends the
+/// pass with what it found.
+async fn provision(
+    tenant: &Tenant,
+    host: Result<Pass>,
+    built: Built,
+    ctx: &Context,
+) -> Result<Pass> {
+    let mut pass = host?;
+    if pass.stalled.is_some() {
+        return Ok(pass);
+    }
+    if built.chart_stalled.is_some() {
+        pass.stalled = built.chart_stalled;
+        return Ok(pass);
+    }
+    if let (Some(cp), Some(build)) = (&ctx.control_plane, built.control_plane) {
+        let name = tenant.name_any();
+        let statefulset = ctx.caches.statefulset(&name);
+        let complete = statefulset.is_some() && ctx.caches.has_control_plane_service(&name);
+        let progress = cp
+            .ensure(&ctx.client, tenant, build, statefulset.as_ref(), complete)
+            .await?;
+        pass.control_plane = Some(progress);
+    }
+    pass.connection = connection::ensure(tenant, ctx).await?;
+    Ok(pass)
+}
+
+/// Writes the status the pass found (when it changed) and says when to look again.
+async fn record(api: &Api<Tenant>, tenant: &Tenant, pass: &Pass, ctx: &Context) -> Result<Action> {
+    let new_status = status::from_pass(tenant, pass);
+    let control_plane_next = pass.control_plane.as_ref().and_then(|c| c.requeue);
+    let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
+    let stalled = pass.stalled.is_some();
+    let held_back = status::write(api, tenant, new_status, ctx).await?;
+    let next = match (ready, stalled) {
+        (true, _) => ctx.resync,
+        // A conflicting namespace is not ours to watch; look again now and then.
+        (_, true) => Duration::from_secs(60),
+        _ => CONVERGING_REQUEUE,
+    };
+    let next = control_plane_next.map_or(next, |d| next.min(d));
+    let next = held_back.map_or(next, |d| next.min(d));
+    // While our own writes are preferred to the caches, look again once the caches alone
+    // decide, so a change someone made meanwhile is not missed.
+    let pending = ctx.recent.pending(&format!("{}/", tenant.name_any()));
+    Ok(Action::requeue(if pending {
+        next.min(recent::TRUST)
+    } else {
+        next
+    }))
+}
+
+/// Records a failed pass in the status (`Synced` false with the error's reason) and as a
+/// Warning Event; the error itself goes back to the controller, which retries.
+async fn record_error(api: &Api<Tenant>, tenant: &Tenant, error: &Error, ctx: &Context) {
+    let conditions = conditions::with_sync_error(
+        tenant.conditions(),
+        error.condition_reason(),
+        error.reason(),
+        &error.to_string(),
+    );
+    let failed = status::with_conditions(tenant, conditions, None);
+    if let Err(e) = status::write(api, tenant, failed, ctx).await {
+        warn!(error = %e, "could not record the reconcile error in status");
+    }
+    publish(
+        ctx,
+        &tenant.object_ref(&()),
+        EventType::Warning,
+        error.reason(),
+        &error.to_string(),
+    );
 }
 
 pub(crate) fn finalizers_key(tenant: &Tenant) -> String {
