@@ -8,9 +8,8 @@
 //! - [`observe`]: pure, what the live objects say (conditions, drift).
 //! - [`helm`]: the one subprocess, rendering the pinned chart.
 //! - [`apply`]: the plan of the rendered objects (pure: claimed, scoped by discovery, the prune
-//!   set), their server-side apply, drift check and prune, and the
-//!   operator's own recent writes (the typed host objects are still applied in
-//!   [`reconcile::host`]).
+//!   set), their server-side apply, drift check and prune; the typed host objects, written where
+//!   they drifted; the operator's own recent writes.
 //! - [`reconcile`]: one pass over a Tenant (and its teardown), made of the steps above.
 //! - [`runtime`]: configuration, the controller's watches, leader election, clients, probes.
 

@@ -1,25 +1,24 @@
-//! Applies the host objects of a tenant — only those that are missing or drifted.
+//! The host objects of a tenant: built, and applied ([`crate::apply::typed`]) only where they
+//! are missing or drifted; then the quota given a moment to be enforced.
 
-use std::{fmt::Debug, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
 use kube::{
     Api, Resource, ResourceExt,
-    api::{Patch, PatchParams, PostParams},
     runtime::reflector::{ObjectRef, Store},
 };
-use serde::{Serialize, de::DeserializeOwned};
 use tokio::sync::Notify;
 use tracing::debug;
 
 use super::{Context, Pass};
+use crate::apply::typed::{Known, apply, create_params};
 use crate::{
     api::Tenant,
     build::{self, settings::HostConfig},
     conditions::{self, Desired},
-    error::{Error, Result},
-    names,
-    observe::{self, drift},
+    error::Result,
+    names, observe,
 };
 
 pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) -> Result<Pass> {
@@ -34,10 +33,10 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
     // The cache holds only namespaces with the tenant label, so a namespace of the same name
     // that is not ours is invisible to it. When we know of no namespace, create (not apply)
     // it: if it exists after all, read it and check whose it is before touching it.
-    let mut namespace = Known::of(&name, cached.namespace, ctx);
+    let mut namespace = Known::of(&name, cached.namespace, &ctx.recent);
     if namespace.object.is_none() {
         namespace.object = match namespaces.create(&create_params(), &desired_ns).await {
-            Ok(created) => Some(namespace.wrote(created, ctx)),
+            Ok(created) => Some(namespace.wrote(created, &ctx.recent)),
             Err(kube::Error::Api(s)) if s.code == 409 => namespaces.get_opt(&ns).await?,
             Err(e) => return Err(e.into()),
         };
@@ -61,7 +60,7 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
         });
     }
     let mut host = observe::HostObjects {
-        namespace: apply(&namespaces, desired_ns, namespace, ctx).await?,
+        namespace: apply(&namespaces, desired_ns, namespace, &ctx.recent).await?,
         ..observe::HostObjects::default()
     };
     let terminating = host
@@ -85,26 +84,26 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
             apply(
                 &quotas,
                 build::quota(tenant, host_config),
-                Known::of(&name, cached.quota, ctx),
-                ctx
+                Known::of(&name, cached.quota, &ctx.recent),
+                &ctx.recent
             ),
             apply(
                 &limit_ranges,
                 build::limit_range(tenant, host_config),
-                Known::of(&name, cached.limit_range, ctx),
-                ctx
+                Known::of(&name, cached.limit_range, &ctx.recent),
+                &ctx.recent
             ),
             apply(
                 &bindings,
                 build::owner_binding(tenant),
-                Known::of(&name, cached.owner_binding, ctx),
-                ctx
+                Known::of(&name, cached.owner_binding, &ctx.recent),
+                &ctx.recent
             ),
             apply(
                 &policies,
                 build::network_policy(tenant, host_config),
-                Known::of(&name, cached.network_policy, ctx),
-                ctx
+                Known::of(&name, cached.network_policy, &ctx.recent),
+                &ctx.recent
             ),
         )?;
     }
@@ -184,81 +183,6 @@ where
         }
     };
     tokio::time::timeout(within, found).await.ok()
-}
-
-fn create_params() -> PostParams {
-    PostParams {
-        field_manager: Some(names::CHILD_FIELD_MANAGER.into()),
-        ..PostParams::default()
-    }
-}
-
-fn encode<K: Serialize>(o: &K) -> Result<serde_json::Value> {
-    serde_json::to_value(o).map_err(|source| Error::Encoding {
-        kind: "host object",
-        source,
-    })
-}
-
-/// What we know of one host object: the cached one, or our own write if the cache has not
-/// caught up with it yet (see [`crate::apply::recent`]).
-struct Known<K> {
-    key: String,
-    object: Option<K>,
-}
-
-impl<K> Known<K>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Default,
-{
-    /// The cached object, or our newer write. A tenant has one object of each kind, so the
-    /// tenant and the kind make the key.
-    fn of(tenant: &str, cached: Option<K>, ctx: &Context) -> Self {
-        let key = format!("{tenant}/{}", K::kind(&K::DynamicType::default()));
-        let seen = cached.as_ref().and_then(|o| o.resource_version());
-        let object = ctx.recent.current(&key, seen.as_deref(), cached);
-        Known { key, object }
-    }
-
-    /// Records an object we just wrote and returns it.
-    fn wrote(&self, written: K, ctx: &Context) -> K {
-        ctx.recent.record(
-            self.key.clone(),
-            written.resource_version(),
-            written.clone(),
-        );
-        written
-    }
-}
-
-/// Creates or server-side applies `desired` unless what we know of it already says all of it;
-/// returns what is now on the host.
-async fn apply<K>(api: &Api<K>, desired: K, known: Known<K>, ctx: &Context) -> Result<Option<K>>
-where
-    K: Resource + Serialize + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
-    K::DynamicType: Default,
-{
-    let current = known.object.as_ref().map(encode).transpose()?;
-    if !drift::needs_apply(&encode(&desired)?, current.as_ref()) {
-        return Ok(known.object);
-    }
-    let kind = K::kind(&K::DynamicType::default()).to_string();
-    let name = desired.name_any();
-    if known.object.is_none() {
-        // Not there as far as we know: a create is cheaper for the API server than an apply. If
-        // it exists after all, apply it.
-        debug!(%kind, %name, "creating");
-        match api.create(&create_params(), &desired).await {
-            Ok(created) => return Ok(Some(known.wrote(created, ctx))),
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    debug!(%kind, %name, "applying");
-    let params = PatchParams::apply(names::CHILD_FIELD_MANAGER).force();
-    let applied = api.patch(&name, &params, &Patch::Apply(&desired)).await?;
-    Ok(Some(known.wrote(applied, ctx)))
 }
 
 #[cfg(test)]
