@@ -1,5 +1,6 @@
 //! Carrying out a [`super::plan`]: discovery of the kinds (once each), server-side apply of the
-//! planned objects, and pruning of what a new render no longer has. Since more than the operator
+//! planned objects, and pruning of what a new render no longer has (by the inventory, then by
+//! label: [`sweep`]). Since more than the operator
 //! may write the Tenant's status, where the inventory is kept, an entry is only ever deleted when
 //! it is in the tenant's namespace or carries the tenant's label.
 
@@ -7,7 +8,9 @@ use std::{collections::HashMap, sync::Mutex};
 
 use kube::{
     Api, Client, ResourceExt,
-    api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams},
+    api::{
+        ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    },
     discovery::{self, Scope},
 };
 use tracing::{debug, info};
@@ -127,6 +130,42 @@ pub async fn prune(client: &Client, kinds: &Kinds, tenant: &str, plan: &Plan) ->
         if delete_entry(client, kinds, tenant, gone).await? {
             info!(object = %gone, "pruned: no longer rendered");
             deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Deletes what carries the tenant's and the rendered-chart labels in the tenant's namespace, of
+/// the plan's namespaced kinds, and is not in the plan: objects a new render dropped that the
+/// inventory no longer names (a status write lost after an apply). Objects of the tenant's own
+/// that carry both labels are the tenant's doing, and confined to its namespace. Returns how
+/// many were deleted.
+pub async fn sweep(client: &Client, kinds: &Kinds, tenant: &str, plan: &Plan) -> Result<usize> {
+    let ns = names::namespace(tenant);
+    let selector = format!(
+        "{}={tenant},{}={}",
+        names::TENANT_LABEL,
+        names::control_plane::RENDERED_LABEL,
+        names::control_plane::RENDERED_CHART
+    );
+    let mut deleted = 0;
+    for kind in plan::swept_kinds(plan) {
+        let resource = match kinds.resolve(client, &kind).await {
+            Ok((resource, _)) => resource,
+            // The kind itself is gone (its CRD removed): nothing of it can be left.
+            Err(Error::KubeApi(kube::Error::Discovery(_))) => continue,
+            Err(e) => return Err(e),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
+        let found = api
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await?;
+        let found: Vec<String> = found.items.iter().map(|o| o.name_any()).collect();
+        for stray in plan::strays(&kind, &ns, found.iter().map(String::as_str), plan) {
+            if delete_entry(client, kinds, tenant, &stray).await? {
+                info!(object = %stray, "swept: carries the rendered-chart label, no longer rendered");
+                deleted += 1;
+            }
         }
     }
     Ok(deleted)

@@ -1,8 +1,9 @@
 //! The apply plan of a tenant's rendered objects, built without a client: each object claimed
-//! for the tenant (its labels, and its namespace as the API server's discovery says the kind is
-//! scoped, not as a list of ours guesses), the inventory of what the plan applies, and what the
-//! last inventory has that this one no longer does (the prune set). [`super::dynamic`] carries
-//! it out.
+//! for the tenant (its labels, the rendered-chart label among them, and its namespace as the API
+//! server's discovery says the kind is scoped, not as a list of ours guesses), the inventory of
+//! what the plan applies, what the last inventory has that this one no longer does (the prune
+//! set), and what a sweep by label found that the plan does not apply (strays).
+//! [`super::dynamic`] carries it out.
 //!
 //! Inventory entries are `group/version/Kind/namespace/name` strings kept in the Tenant's
 //! status; since more than the operator may write that status, an entry is only ever deleted
@@ -50,7 +51,15 @@ pub fn build(
             let namespaced = scopes.get(&gvk).copied().ok_or_else(|| {
                 Error::Invalid(format!("the scope of kind {} was not resolved", gvk.kind))
             })?;
-            claim(o, tenant, namespaced)
+            let mut o = claim(o, tenant, namespaced)?;
+            o.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(
+                    names::control_plane::RENDERED_LABEL.to_owned(),
+                    names::control_plane::RENDERED_CHART.to_owned(),
+                );
+            Ok(o)
         })
         .collect::<Result<Vec<_>>>()?;
     let inventory: Vec<String> = objects.iter().map(entry).collect();
@@ -64,6 +73,38 @@ pub fn build(
         inventory,
         prune,
     })
+}
+
+/// The namespaced kinds of the plan and of its prune set, each once: what a sweep lists (in the
+/// tenant's namespace, by the rendered-chart label). Cluster-scoped objects are pruned by the
+/// inventory only: listing them would need the right to read every one of their kind.
+pub fn swept_kinds(plan: &Plan) -> Vec<GroupVersionKind> {
+    let mut kinds: Vec<GroupVersionKind> = vec![];
+    for (gvk, ns, _) in plan
+        .inventory
+        .iter()
+        .chain(&plan.prune)
+        .filter_map(|e| parse_entry(e))
+    {
+        if !ns.is_empty() && !kinds.contains(&gvk) {
+            kinds.push(gvk);
+        }
+    }
+    kinds
+}
+
+/// The objects a sweep found (`kind` in `ns`, by name) that the plan does not apply, as entries.
+pub fn strays<'a>(
+    kind: &GroupVersionKind,
+    ns: &str,
+    found: impl IntoIterator<Item = &'a str>,
+    plan: &Plan,
+) -> Vec<String> {
+    found
+        .into_iter()
+        .map(|name| format!("{}/{}/{ns}/{name}", kind.api_version(), kind.kind))
+        .filter(|e| !plan.inventory.contains(e))
+        .collect()
 }
 
 pub fn gvk_of(o: &DynamicObject) -> Result<GroupVersionKind> {
@@ -318,6 +359,44 @@ mod tests {
         ];
         let plan = build("a", again, &scopes(), &plan.inventory).unwrap();
         assert!(plan.prune.is_empty());
+    }
+
+    #[test]
+    fn the_sweep_lists_the_namespaced_kinds_of_plan_and_prune_set_and_keeps_what_the_plan_applies()
+    {
+        let previous = [
+            "policy/v1/PodDisruptionBudget/kubespaces-tenant-a/vcluster".to_owned(),
+            "v1/Namespace//dropped".to_owned(),
+        ];
+        let rendered = vec![
+            object("v1", "ServiceAccount", None),
+            named("v1", "ServiceAccount", None, "vc-workload-vcluster"),
+            named("v1", "Namespace", None, "extra"),
+            object("apps/v1", "StatefulSet", None),
+        ];
+        let plan = build("a", rendered, &scopes(), &previous).unwrap();
+        assert!(plan.objects.iter().all(|o| {
+            o.labels()
+                .get(names::control_plane::RENDERED_LABEL)
+                .map(String::as_str)
+                == Some(names::control_plane::RENDERED_CHART)
+        }));
+        let kinds: Vec<String> = swept_kinds(&plan).iter().map(|k| k.kind.clone()).collect();
+        assert_eq!(
+            kinds,
+            ["ServiceAccount", "StatefulSet", "PodDisruptionBudget"]
+        );
+        let accounts = GroupVersionKind::gvk("", "v1", "ServiceAccount");
+        let found = ["vcluster", "vc-workload-vcluster", "left-behind"];
+        assert_eq!(
+            strays(&accounts, "kubespaces-tenant-a", found, &plan),
+            ["v1/ServiceAccount/kubespaces-tenant-a/left-behind"]
+        );
+        let budgets = GroupVersionKind::gvk("policy", "v1", "PodDisruptionBudget");
+        assert_eq!(
+            strays(&budgets, "kubespaces-tenant-a", ["vcluster"], &plan),
+            ["policy/v1/PodDisruptionBudget/kubespaces-tenant-a/vcluster"]
+        );
     }
 
     #[test]

@@ -119,14 +119,14 @@ pub const CONTROLLER: &[Access] = &[
         "rbac.authorization.k8s.io",
         "clusterroles",
         &["get", "create", "patch", "delete"],
-        "control_plane::apply: the ClusterRole the chart renders when the vCluster imports the \
+        "apply::dynamic: the ClusterRole the chart renders when the vCluster imports the \
          tenant's apps Gateway (server-side apply; prune; teardown)",
     ),
     access(
         "rbac.authorization.k8s.io",
         "clusterrolebindings",
         &["get", "create", "patch", "delete"],
-        "control_plane::apply: the chart's ClusterRoleBinding for that ClusterRole",
+        "apply::dynamic: the chart's ClusterRoleBinding for that ClusterRole",
     ),
     access(
         "gateway.networking.k8s.io",
@@ -217,8 +217,8 @@ pub const CONTROL_PLANE: &[Access] = &[
     access(
         "",
         "serviceaccounts",
-        &["get", "create", "patch", "delete"],
-        "control_plane::apply: the chart's ServiceAccounts (server-side apply; prune)",
+        &["get", "list", "create", "patch", "delete"],
+        "apply::dynamic: the chart's ServiceAccounts (server-side apply; prune; sweep)",
     ),
     access(
         "",
@@ -226,7 +226,7 @@ pub const CONTROL_PLANE: &[Access] = &[
         &[
             "create", "delete", "patch", "update", "get", "list", "watch",
         ],
-        "control_plane::apply: the chart's config Secret; credential: read vc-vcluster, write \
+        "apply::dynamic: the chart's config Secret; credential: read vc-vcluster, write \
          tenant-kubeconfig; and the chart Role's secrets rule",
     ),
     access(
@@ -243,7 +243,7 @@ pub const CONTROL_PLANE: &[Access] = &[
         &[
             "create", "delete", "patch", "update", "get", "list", "watch",
         ],
-        "control_plane::apply: the chart's Services; the chart Role's rule",
+        "apply::dynamic: the chart's Services; the chart Role's rule",
     ),
     access(
         "",
@@ -309,7 +309,7 @@ pub const CONTROL_PLANE: &[Access] = &[
         &[
             "get", "list", "watch", "create", "patch", "update", "delete",
         ],
-        "control_plane::apply: the chart's StatefulSet; teardown deletes it; the chart Role's rule",
+        "apply::dynamic: the chart's StatefulSet; teardown deletes it; the chart Role's rule",
     ),
     access(
         "apps",
@@ -360,14 +360,14 @@ pub const CONTROL_PLANE: &[Access] = &[
     access(
         "rbac.authorization.k8s.io",
         "roles",
-        &["get", "create", "patch", "delete"],
-        "control_plane::apply: the chart's Role (server-side apply; prune)",
+        &["get", "list", "create", "patch", "delete"],
+        "apply::dynamic: the chart's Role (server-side apply; prune; sweep)",
     ),
     access(
         "rbac.authorization.k8s.io",
         "rolebindings",
         &["get", "create", "patch", "delete"],
-        "control_plane::apply: the chart's RoleBinding (server-side apply; prune)",
+        "apply::dynamic: the chart's RoleBinding (server-side apply; prune; the sweep lists them under CONTROLLER)",
     ),
     access(
         "networking.k8s.io",
@@ -378,9 +378,9 @@ pub const CONTROL_PLANE: &[Access] = &[
     access(
         "policy",
         "poddisruptionbudgets",
-        &["get", "create", "patch", "delete"],
-        "control_plane::apply: the chart's PodDisruptionBudget where the platform values turn \
-         it on (server-side apply; prune)",
+        &["get", "list", "create", "patch", "delete"],
+        "apply::dynamic: the chart's PodDisruptionBudget where the platform values turn it on \
+         (server-side apply; prune; sweep)",
     ),
     access(
         "gateway.networking.k8s.io",

@@ -20,7 +20,7 @@ use kubespaces_operator::{
     build::{self, settings::HostConfig},
     names,
     observe::{self, HostObjects},
-    reconcile::{host::Outcome, status},
+    reconcile::{Pass, status},
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::json;
@@ -124,7 +124,7 @@ impl Baseline {
             owner_binding: Some(owner_binding),
             network_policy: Some(network_policy),
         };
-        let outcome = Outcome {
+        let outcome = Pass {
             details: observe::details(&t, host, &objects),
             stalled: None,
             quota: observe::quota_status(objects.quota.as_ref()),

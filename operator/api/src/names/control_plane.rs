@@ -5,6 +5,11 @@
 
 /// The helm release name of every tenant's vCluster (one per tenant namespace).
 pub const RELEASE: &str = super::CONTROL_PLANE_RELEASE;
+/// The label (and its value) on every object of the rendered chart, besides the tenant's: the
+/// apply's sweep finds by it what a new render no longer has, even when the inventory in the
+/// status lost track of it.
+pub const RENDERED_LABEL: &str = "kubespaces.io/rendered";
+pub const RENDERED_CHART: &str = "control-plane-chart";
 /// The Secret vCluster writes with its admin kubeconfig.
 pub const ADMIN_SECRET: &str = "vc-vcluster";
 /// The key of the kubeconfig in [`ADMIN_SECRET`].

@@ -286,6 +286,7 @@ impl ControlPlane {
                 .await?;
             apply::apply_all(client, &self.kinds, &plan).await?;
             apply::prune(client, &self.kinds, name, &plan).await?;
+            apply::sweep(client, &self.kinds, name, &plan).await?;
             if let Ok(mut a) = self.applied.lock() {
                 a.insert(name.to_owned(), (Instant::now(), plan.inventory.clone()));
             }
