@@ -11,11 +11,12 @@ use k8s_openapi::api::{
 };
 use kube::{Api, Client, api::PostParams};
 use kubespaces_server::{
+    app::app,
     auth::Verifier,
     config::{Config, Limits},
     public_url::PublicUrl,
     rate::Rate,
-    routes::{AppState, app},
+    state::AppState,
     store::Tenants,
 };
 use serde_json::Value;

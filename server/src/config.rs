@@ -5,7 +5,7 @@ use std::{net::SocketAddr, num::NonZeroUsize};
 use clap::{Args, Parser};
 
 use crate::{
-    bounds::MaxQuantity,
+    max_quantity::MaxQuantity,
     rate::{Per, Rate},
 };
 

@@ -15,7 +15,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use tower_http::set_header::{HeaderMetadata, response::SetMultipleResponseHeadersLayer};
 
-use crate::public_url::PublicUrl;
+use crate::{portal::html, public_url::PublicUrl};
 
 /// One year: browsers keep to https for that long once they have seen the portal over https.
 pub const HSTS: &str = "max-age=31536000";
@@ -31,8 +31,8 @@ pub fn content_security_policy() -> String {
     format!(
         "default-src 'none'; script-src {}; style-src {}; connect-src 'self'; \
          form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        csp_hash(crate::portal::TENANT_SCRIPT),
-        csp_hash(crate::portal::STYLE),
+        csp_hash(html::TENANT_SCRIPT),
+        csp_hash(html::STYLE),
     )
 }
 
@@ -83,9 +83,17 @@ mod tests {
         http::{Method, Request, StatusCode},
         routing::get,
     };
+    use kubespaces_api::api::{Tenant, TenantSpec};
     use tower::ServiceExt;
 
     use super::*;
+    use crate::{
+        auth::Identity,
+        portal::{
+            html::{STYLE, TENANT_SCRIPT, page, tenant_body},
+            session::Browser,
+        },
+    };
 
     fn url(flag: Option<&str>) -> PublicUrl {
         let listen: SocketAddr = "127.0.0.1:8080".parse().unwrap();
@@ -101,7 +109,7 @@ mod tests {
         app.clone().oneshot(request).await.unwrap()
     }
 
-    /// The layer as `routes::router` applies it: outermost, over routes and fallbacks alike.
+    /// The layer as `app::router` applies it: outermost, over routes and fallbacks alike.
     fn app(public_url: &PublicUrl) -> Router {
         Router::new()
             .route(
@@ -168,6 +176,67 @@ mod tests {
         assert_eq!(
             csp_hash("alert(1)"),
             "'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"
+        );
+    }
+
+    /// The text of every inline `<tag>…</tag>` in `html`.
+    fn inline(html: &str, tag: &str) -> Vec<String> {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        html.split(open.as_str())
+            .skip(1)
+            .map(|rest| {
+                rest.split(close.as_str())
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    /// ` on<letters>=`: an inline event handler, which the CSP would block.
+    fn has_inline_handler(html: &str) -> bool {
+        html.match_indices(" on").any(|(at, _)| {
+            let rest = &html[at + 3..];
+            let letters = rest.chars().take_while(char::is_ascii_alphabetic).count();
+            letters > 0 && rest[letters..].starts_with('=')
+        })
+    }
+
+    #[test]
+    fn every_inline_script_and_style_is_allowed_by_the_csp() {
+        let browser = Browser {
+            identity: Identity {
+                email: "alice@example.com".into(),
+                groups: vec![],
+                admin: false,
+                valid_until: 0,
+            },
+            csrf: "token".into(),
+        };
+        let name = "team-<x>";
+        let tenant = Tenant::new(name, TenantSpec::new("alice@example.com", "1", "1Gi", None));
+        let welcome = page("Welcome", None, "<p>Log in</p>").0;
+        let tenant_page = page(name, Some(&browser), &tenant_body(name, &tenant)).0;
+        let csp = content_security_policy();
+        for html in [&welcome, &tenant_page] {
+            let (scripts, styles) = (inline(html, "script"), inline(html, "style"));
+            assert_eq!(styles, vec![STYLE]);
+            for source in scripts.iter().chain(&styles) {
+                assert!(
+                    csp.contains(&csp_hash(source)),
+                    "the CSP ({csp}) does not allow inline {source:?}"
+                );
+            }
+            assert!(!has_inline_handler(html), "{html}");
+            assert!(!html.contains(" style="), "{html}");
+            assert!(!html.contains("javascript:"), "{html}");
+        }
+        // The tenant page's one script, unchanged by the tenant; the name reaches it as data.
+        assert_eq!(inline(&tenant_page, "script"), vec![TENANT_SCRIPT]);
+        assert!(tenant_page.contains("data-tenant=\"team-&lt;x&gt;\""));
+        assert!(
+            has_inline_handler("<a onclick=\"x()\">"),
+            "the check itself"
         );
     }
 }

@@ -5,10 +5,7 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use kubespaces_server::{
-    auth::Verifier,
-    config::Config,
-    public_url::PublicUrl,
-    routes::{AppState, app},
+    app::app, auth::Verifier, config::Config, public_url::PublicUrl, state::AppState,
     store::Tenants,
 };
 use tracing::{info, warn};

@@ -1,4 +1,4 @@
-//! Prometheus metrics of the server (`GET /metrics`, admins only: see `routes::metrics`). One
+//! Prometheus metrics of the server (`GET /metrics`, admins only: see `api::metrics`). One
 //! registry per server, not a global, so servers started side by side (the tests) keep apart.
 
 use prometheus_client::{

@@ -1,25 +1,16 @@
-//! Per-client request rates: every request but the probes is counted against its client, a
-//! logged-in user by their verified email (bearer token or portal session), anyone else by their
-//! address. Over the rate: 429 with Retry-After and a body naming the limit.
-//!
-//! The caller is known only after the token is verified, so a forged token is counted against
-//! its sender's address, never against the user it claims to be: no one can use up someone
-//! else's allowance. The identity found here travels on to the handlers in the request's
-//! extensions ([`Checked`]), so a token is verified once per request.
+//! Per-client request rates: the limiter ([`Keyed`]), whom a request is counted against
+//! ([`Client`]: a logged-in user by their verified email, anyone else by their address) and the
+//! limits of one server ([`RequestLimits`]). Over the rate: 429 with Retry-After and a body
+//! naming the limit. The middleware that counts every request is [`crate::middleware::limit`].
 
 use std::{
     hash::Hash,
-    net::{IpAddr, Ipv6Addr, SocketAddr},
+    net::{IpAddr, Ipv6Addr},
     num::NonZeroU32,
     sync::{Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
-use axum::{
-    extract::{ConnectInfo, Request, State},
-    middleware::Next,
-    response::{IntoResponse, Response},
-};
 use governor::{
     RateLimiter,
     clock::{Clock, DefaultClock},
@@ -27,13 +18,7 @@ use governor::{
     state::keyed::DefaultKeyedStateStore,
 };
 
-use crate::{
-    auth::Identity,
-    config::Limits,
-    error::ApiError,
-    rate::Rate,
-    routes::{AppState, bearer},
-};
+use crate::{config::Limits, error::ApiError, rate::Rate};
 
 /// How often idle keys (clients whose allowance is full again) are dropped, so a flood from
 /// many addresses does not leave one entry per address behind for good.
@@ -123,11 +108,6 @@ pub fn client_address(peer: IpAddr) -> IpAddr {
     }
 }
 
-/// What the bearer-token check found, for the handlers (see [`crate::routes::Caller`]): `None`
-/// when the request had a token that was refused.
-#[derive(Clone)]
-pub struct Checked(pub Option<Identity>);
-
 /// The request limits of one server.
 pub struct RequestLimits {
     users: Option<Keyed<String>>,
@@ -189,49 +169,6 @@ impl RequestLimits {
 pub fn retry_after_secs(wait: Duration) -> u64 {
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     secs.max(1)
-}
-
-/// The middleware: finds the client, counts the request, passes the identity on.
-pub async fn limit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    // The kubelet's probes: throttling them would let a flood from the probes' address make
-    // Kubernetes restart the server or take it out of its Service.
-    if path == "/healthz" || path == "/readyz" {
-        return next.run(request).await;
-    }
-    let mut user = None;
-    if let Some(token) = bearer(request.headers()) {
-        let identity = match state.verifier.verify(token).await {
-            Ok(identity) => Some(identity),
-            Err(reason) => {
-                // The reason helps an operator of this server, not the caller: logged only.
-                tracing::info!(%reason, "refused a token");
-                None
-            }
-        };
-        user = identity.as_ref().map(|i| i.email.clone());
-        request.extensions_mut().insert(Checked(identity));
-    } else if let Some((identity, _)) = state.portal.session(request.headers()) {
-        user = Some(identity.email);
-    }
-    let client = match user {
-        Some(email) => Client::User(email),
-        None => Client::Address(
-            request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(peer)| client_address(peer.ip()))
-                // Served without the peer's address (only the unit tests' oneshot calls): all
-                // such requests share one allowance.
-                .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
-        ),
-    };
-    if let Err(refusal) = state.request_limits.check(&client) {
-        state.metrics.rate_limited.inc();
-        tracing::debug!(?client, "rate limited");
-        return refusal.into_response();
-    }
-    next.run(request).await
 }
 
 #[cfg(test)]

@@ -27,8 +27,8 @@ use tokio_stream::wrappers::BroadcastStream;
 use crate::{
     auth::Identity,
     error::ApiError,
-    routes::{AppState, view},
-    store::Change,
+    store::{Change, Tenants},
+    tenants::view,
 };
 
 /// How often a stream with a validity check ([`Until::still`]) re-checks it while no change
@@ -208,11 +208,11 @@ fn event(change: &Change, waiting: Waiting) -> Event {
     data.unwrap_or_else(|_| Event::default().event("error"))
 }
 
-/// The live stream for `caller` (only `name` when given), ending as `until` says; `slot` is its
-/// place among the caller's streams. Ends also when the caller falls too far behind (reconnect
-/// to resynchronise).
+/// The live stream of `tenants` for `caller` (only `name` when given), ending as `until` says;
+/// `slot` is its place among the caller's streams. Ends also when the caller falls too far
+/// behind (reconnect to resynchronise).
 pub fn changes_stream(
-    state: &AppState,
+    tenants: &Tenants,
     caller: Identity,
     name: Option<String>,
     until: Until,
@@ -223,9 +223,8 @@ pub fn changes_stream(
         caller.may_access(&t.spec.owner) && name.as_ref().is_none_or(|n| *n == t.name_any())
     };
     // Subscribe before the snapshot, so nothing between the two is lost.
-    let changes = BroadcastStream::new(state.tenants.subscribe());
-    let initial: Vec<Change> = state
-        .tenants
+    let changes = BroadcastStream::new(tenants.subscribe());
+    let initial: Vec<Change> = tenants
         .list(&wanted)
         .into_iter()
         .map(|tenant| Change {

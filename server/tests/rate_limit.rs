@@ -13,11 +13,12 @@ use axum::{
 };
 use clap::Parser;
 use kubespaces_server::{
+    app::router,
     auth::Verifier,
     config::Config,
     public_url::PublicUrl,
     rate::{Per, Rate},
-    routes::{AppState, router},
+    state::AppState,
     store::Tenants,
 };
 use tower::ServiceExt;

@@ -1,0 +1,217 @@
+//! The tenant use cases, shared by the REST API ([`crate::api`]) and the portal
+//! ([`crate::portal`]): list, get, create, delete a tenant and hand out its kubeconfig. Every
+//! one sees a tenant only when the caller owns it or is an admin; a tenant the caller may not
+//! see is answered exactly like one that does not exist. No HTTP here: the adapters turn the
+//! results into responses.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, PostParams, Preconditions},
+};
+use kubespaces_api::{
+    api::{KUBECONFIG_SECRET_KEY, Tenant, TenantSpec},
+    kubeconfig,
+};
+use serde::Deserialize;
+use tracing::{info, warn};
+
+use crate::{
+    auth::Identity,
+    bounds::{self, CreateRate},
+    config::Limits,
+    error::ApiError,
+    store::Tenants,
+};
+
+/// Field manager of the Tenants this server creates.
+pub const FIELD_MANAGER: &str = "kubespaces-server";
+
+/// A tenant as the API shows it: the Tenant object without the API server's bookkeeping.
+pub fn view(tenant: &Tenant) -> Tenant {
+    let mut t = tenant.clone();
+    t.metadata.managed_fields = None;
+    t
+}
+
+/// What a create asks for (the API's JSON body; the portal fills it from its form).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateTenant {
+    pub name: String,
+    pub cpu: String,
+    pub memory: String,
+    #[serde(default)]
+    pub storage: Option<String>,
+    /// Admins only: create the tenant for someone else.
+    #[serde(default)]
+    pub owner: Option<String>,
+}
+
+/// The use cases over the watch cache (reads) and the Kubernetes API (writes), within the
+/// bounds of `--creator-group`, `--max-tenants-per-owner`, the sizes and `--create-rate`.
+pub struct TenantService {
+    store: Tenants,
+    client: Client,
+    limits: Limits,
+    admin_group: Option<String>,
+    create_rate: CreateRate,
+}
+
+impl TenantService {
+    pub fn new(
+        store: Tenants,
+        client: Client,
+        limits: &Limits,
+        admin_group: Option<String>,
+    ) -> TenantService {
+        TenantService {
+            store,
+            client,
+            limits: limits.clone(),
+            admin_group,
+            create_rate: CreateRate::new(limits),
+        }
+    }
+
+    /// The watch cache every read is served from (readiness, live streams).
+    pub fn store(&self) -> &Tenants {
+        &self.store
+    }
+
+    /// Every tenant the caller may see.
+    pub fn list(&self, caller: &Identity) -> Vec<Arc<Tenant>> {
+        self.store.list(|t| caller.may_access(&t.spec.owner))
+    }
+
+    /// The tenant if it exists and the caller may see it; NotFound in both other cases.
+    pub fn visible(&self, caller: &Identity, name: &str) -> Result<Arc<Tenant>, ApiError> {
+        self.store
+            .get(name)
+            .filter(|t| caller.may_access(&t.spec.owner))
+            .ok_or_else(|| ApiError::NotFound(name.to_owned()))
+    }
+
+    /// Creates a tenant owned by the caller (or, for an admin, by `owner`).
+    pub async fn create(&self, caller: &Identity, body: CreateTenant) -> Result<Tenant, ApiError> {
+        let owner = match body.owner {
+            Some(owner) if owner != caller.email && !caller.admin => {
+                return Err(ApiError::Forbidden(
+                    "only an admin may create a tenant for another owner; leave owner out to own \
+                     it yourself"
+                        .into(),
+                ));
+            }
+            Some(owner) => owner,
+            None => caller.email.clone(),
+        };
+        // The bounds, cheapest first; the rate counts only creates that reach the Kubernetes API.
+        // The count is the watch cache's: creates in flight are not in it yet, so concurrent
+        // creates may pass it by up to the --create-rate burst.
+        let limits = &self.limits;
+        let admin_group = self.admin_group.as_deref();
+        bounds::may_create(limits, admin_group, caller)?;
+        let owned = self.store.list(|t| t.spec.owner == owner).len();
+        bounds::within_count(limits, admin_group, caller, &owner, owned)?;
+        bounds::within_size(
+            limits,
+            admin_group,
+            &body.cpu,
+            &body.memory,
+            body.storage.as_deref(),
+        )?;
+        self.create_rate.check(admin_group, caller)?;
+        let tenant = Tenant::new(
+            &body.name,
+            TenantSpec::new(&owner, &body.cpu, &body.memory, body.storage.as_deref()),
+        );
+        let api: Api<Tenant> = Api::all(self.client.clone());
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        // A taken name gets one answer, whoever holds it: GET, DELETE, kubeconfig and the stream
+        // answer "not found" for a tenant the caller may not see, and this must not undo that by
+        // saying whose it is. That a create of a taken name fails at all is the one signal left
+        // (docs/server-cli-portal.md says why it cannot go).
+        let created = api.create(&params, &tenant).await.map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 409 => ApiError::NameTaken(body.name.clone()),
+            other => ApiError::from(other),
+        })?;
+        info!(caller = %caller.email, tenant = %body.name, %owner, "created tenant");
+        Ok(created)
+    }
+
+    /// Deletes the tenant the caller may see under `name`: that object, not a namesake created
+    /// since.
+    pub async fn delete(&self, caller: &Identity, name: &str) -> Result<(), ApiError> {
+        let tenant = self.visible(caller, name)?;
+        let api: Api<Tenant> = Api::all(self.client.clone());
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: tenant.uid(),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        api.delete(name, &params).await.map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 404 || s.code == 409 => {
+                ApiError::NotFound(name.to_owned())
+            }
+            other => ApiError::from(other),
+        })?;
+        info!(caller = %caller.email, tenant = %name, owner = %tenant.spec.owner, "deleted tenant");
+        Ok(())
+    }
+
+    /// The tenant kubeconfig, for its owner or an admin.
+    pub async fn kubeconfig(&self, caller: &Identity, name: &str) -> Result<Vec<u8>, ApiError> {
+        let tenant = self.visible(caller, name)?;
+        let not_ready = || {
+            ApiError::Conflict(format!(
+                "tenant {name:?} has no kubeconfig yet (phase {}): its control plane is not \
+                 ready; wait until it is Ready",
+                tenant.phase().unwrap_or("Pending")
+            ))
+        };
+        // status.kubeconfigSecretRef says the kubeconfig exists; it is read from the one place
+        // it is published (Tenant::kubeconfig_secret), never from wherever the status points.
+        if tenant
+            .status
+            .as_ref()
+            .and_then(|s| s.kubeconfig_secret_ref.as_ref())
+            .is_none()
+        {
+            return Err(not_ready());
+        }
+        let location = tenant.kubeconfig_secret();
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &location.namespace);
+        let secret = secrets
+            .get_opt(&location.name)
+            .await?
+            .ok_or_else(not_ready)?;
+        let data = secret
+            .data
+            .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
+            .ok_or_else(not_ready)?;
+        // That Secret sits in the tenant's namespace (admission keeps the owner from writing
+        // it, and it is read as data all the same): only its CA and token are handed on, with
+        // the URL the operator published, in the one shape KubeSpaces writes (never an `exec`,
+        // a file path, a proxy or another server, which would run on the machine of whoever
+        // uses it).
+        let server = tenant.api_url().ok_or_else(not_ready)?;
+        let rebuilt = kubeconfig::rebuild(name, server, &data.0).map_err(|e| {
+            warn!(caller = %caller.email, tenant = %name, error = %e, "refused to hand out the tenant kubeconfig");
+            ApiError::Conflict(format!(
+                "the kubeconfig of tenant {name:?} cannot be handed out: {e}; KubeSpaces writes \
+                 no such kubeconfig, so someone with access to Secret {}/{} changed it; the \
+                 operator writes a new one at its next check of the tenant",
+                location.namespace, location.name
+            ))
+        })?;
+        info!(caller = %caller.email, tenant = %name, "handed out the tenant kubeconfig");
+        Ok(rebuilt.into_bytes())
+    }
+}
