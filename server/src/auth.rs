@@ -6,6 +6,10 @@
 //!
 //! Key rotation: a token signed with a key id the cached JWKS lacks triggers one refetch, at most
 //! once per `min_refresh`, so forged key ids cannot make the server hammer the issuer.
+//!
+//! The discovery document and the JWKS are fetched here only, and kept as the issuer published
+//! them too ([`Verifier::discovery`], [`Verifier::published_keys`]): the portal's login client
+//! ([`crate::portal::oidc`]) reads its endpoints and keys from them.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -138,8 +142,12 @@ struct Discovery {
 }
 
 struct Keys {
+    /// The discovery document as the issuer published it, once fetched.
+    discovery: Option<serde_json::Value>,
     jwks_uri: Option<String>,
     set: JwkSet,
+    /// The same keys as the issuer published them.
+    published: serde_json::Value,
 }
 
 pub struct Verifier {
@@ -174,8 +182,10 @@ impl Verifier {
             min_refresh,
             http,
             keys: RwLock::new(Keys {
+                discovery: None,
                 jwks_uri: None,
                 set: JwkSet { keys: vec![] },
+                published: serde_json::json!({ "keys": [] }),
             }),
             last_fetch: Mutex::new(None),
         }
@@ -185,14 +195,41 @@ impl Verifier {
         &self.issuer
     }
 
+    /// Clock skew tolerated on `exp` and `nbf` (`--oidc-leeway-secs`).
+    pub fn leeway(&self) -> Duration {
+        Duration::from_secs(self.leeway)
+    }
+
+    /// The issuer's discovery document, fetched (with the JWKS) if it is not yet.
+    pub async fn discovery(&self) -> Result<serde_json::Value, AuthError> {
+        if let Some(discovery) = self.keys.read().await.discovery.clone() {
+            return Ok(discovery);
+        }
+        self.refresh().await?;
+        self.keys
+            .read()
+            .await
+            .discovery
+            .clone()
+            .ok_or_else(|| AuthError::Jwks("no discovery document".into()))
+    }
+
+    /// The issuer's keys as it published them, as last fetched.
+    pub async fn published_keys(&self) -> serde_json::Value {
+        self.keys.read().await.published.clone()
+    }
+
     /// Fetches the discovery document (once) and the JWKS. Called at start-up and when a token
     /// names an unknown key id (rate limited by the caller).
     pub async fn refresh(&self) -> Result<(), AuthError> {
-        let jwks_uri = match self.keys.read().await.jwks_uri.clone() {
-            Some(uri) => uri,
+        let known = self.keys.read().await.jwks_uri.clone();
+        let (jwks_uri, discovery) = match known {
+            Some(uri) => (uri, None),
             None => {
                 let url = format!("{}/.well-known/openid-configuration", self.issuer);
-                let discovery: Discovery = self.get_json(&url).await?;
+                let document: serde_json::Value = self.get_json(&url).await?;
+                let discovery: Discovery = serde_json::from_value(document.clone())
+                    .map_err(|e| AuthError::Jwks(format!("GET {url}: {e}")))?;
                 if discovery.issuer.trim_end_matches('/') != self.issuer {
                     return Err(AuthError::Jwks(format!(
                         "{url} names issuer {:?}, not the configured {:?} (--oidc-issuer must be \
@@ -200,14 +237,20 @@ impl Verifier {
                         discovery.issuer, self.issuer
                     )));
                 }
-                discovery.jwks_uri
+                (discovery.jwks_uri, Some(document))
             }
         };
-        let set: JwkSet = self.get_json(&jwks_uri).await?;
+        let published: serde_json::Value = self.get_json(&jwks_uri).await?;
+        let set: JwkSet = serde_json::from_value(published.clone())
+            .map_err(|e| AuthError::Jwks(format!("GET {jwks_uri}: {e}")))?;
         info!(keys = set.keys.len(), %jwks_uri, "fetched the issuer's JWKS");
         let mut keys = self.keys.write().await;
         keys.jwks_uri = Some(jwks_uri);
+        if discovery.is_some() {
+            keys.discovery = discovery;
+        }
         keys.set = set;
+        keys.published = published;
         Ok(())
     }
 

@@ -42,7 +42,7 @@ impl AppState {
     ) -> AppState {
         let metrics = Arc::new(Metrics::default());
         let oidc = Oidc::new(
-            verifier.issuer(),
+            verifier.clone(),
             &config.oidc_client_id,
             &config.oidc_scopes,
             public_url.redirect_uri(),

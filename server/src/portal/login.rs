@@ -25,15 +25,20 @@ fn refused() -> ApiError {
     ApiError::Forbidden("the login could not be completed; log in again".into())
 }
 
-/// What the issuer's trouble is for the browser: unreachable is 503, the rest a refusal.
+/// What the issuer's trouble is for the browser: an issuer out of reach (or of no use) is 503,
+/// a refused token 401, the rest a refusal.
 fn answer(error: OidcError) -> ApiError {
     match error {
-        OidcError::Unreachable(_) | OidcError::AuthorizationEndpoint(_) => {
+        OidcError::Unreachable(_) | OidcError::Discovery(_) => {
             ApiError::Unavailable(error.to_string())
         }
         OidcError::Exchange(_) => {
             warn!(%error, "the code exchange failed");
             refused()
+        }
+        OidcError::Token(_) => {
+            info!(reason = %error, "refused a portal login token");
+            ApiError::Unauthorized
         }
         OidcError::Nonce => refused(),
     }
@@ -84,11 +89,18 @@ pub async fn callback(
     let pending = state.portal.take_login(&login_state).ok_or_else(refused)?;
     let oidc = &state.portal.oidc;
     let id_token = oidc.finish(&code, &pending).await.map_err(answer)?;
-    let identity = state.verifier.verify(&id_token).await.map_err(|e| {
-        info!(reason = %e, "refused a portal login token");
-        ApiError::Unauthorized
-    })?;
-    oidc.check_nonce(&id_token, &pending).map_err(answer)?;
+    // The identity as the API would see it (verified email, groups, admin, how long it holds);
+    // first, so that a token signed with a new key makes the verifier refetch the keys the
+    // crate's check below uses.
+    let identity = state
+        .verifier
+        .verify(&id_token.to_string())
+        .await
+        .map_err(|e| {
+            info!(reason = %e, "refused a portal login token");
+            ApiError::Unauthorized
+        })?;
+    oidc.check(&id_token, &pending).await.map_err(answer)?;
     let ttl = session_ttl(identity.remaining(SystemTime::now()));
     let session = state.portal.start_session(identity.clone(), ttl);
     info!(caller = %identity.email, "portal login");

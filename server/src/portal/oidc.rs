@@ -1,26 +1,52 @@
-//! The portal's side of the OIDC authorization code flow with PKCE (S256), state and nonce:
-//! the authorization URL a login begins with, and the code exchange its callback ends with. The
+//! The portal's side of the OIDC authorization code flow with PKCE (S256), state and nonce, on
+//! the `openidconnect` crate: the authorization URL a login begins with, the code exchange its
+//! callback ends with, and the check that the ID token is the one this login asked for. The
+//! issuer's discovery document and keys are the ones [`Verifier`] fetched (the document once,
+//! the keys again on key rotation), so the server asks the issuer for each only once; the
 //! redirect URI is the configured public URL's, never one built from the request.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use base64::Engine;
-use serde::Deserialize;
-use sha2::{Digest, Sha256};
+use openidconnect::{
+    AuthorizationCode, ClaimsVerificationError, ClientId, CsrfToken, EndpointMaybeSet,
+    EndpointNotSet, EndpointSet, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
+    RedirectUrl, RequestTokenError, Scope, TokenResponse as _,
+    core::{
+        CoreAuthenticationFlow, CoreClient, CoreIdToken, CoreIdTokenVerifier, CoreJsonWebKeySet,
+        CoreJwsSigningAlgorithm, CoreProviderMetadata,
+    },
+};
 
-use crate::random;
+use crate::{auth::Verifier, random};
+
+/// The algorithms [`crate::auth::ALLOWED_ALGORITHMS`] allows, as the crate names them:
+/// asymmetric only.
+const ALLOWED_ALGORITHMS: [CoreJwsSigningAlgorithm; 8] = [
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha256,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha384,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha512,
+    CoreJwsSigningAlgorithm::EcdsaP256Sha256,
+    CoreJwsSigningAlgorithm::EcdsaP384Sha384,
+];
 
 /// Why a login could not begin or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum OidcError {
-    /// The issuer could not be asked (its discovery document, its token endpoint).
+    /// The issuer could not be asked (its discovery document, its keys, its token endpoint).
     #[error("the OIDC issuer is not reachable: {0}")]
     Unreachable(String),
-    #[error("the issuer's authorization endpoint is invalid: {0}")]
-    AuthorizationEndpoint(String),
-    /// The issuer refused the code (or answered with something else than tokens).
+    /// The discovery document is not one a login can use (an endpoint that is not a URL, ...).
+    #[error("the issuer's discovery document cannot be used for a login: {0}")]
+    Discovery(String),
+    /// The issuer refused the code, or answered with something else than an ID token.
     #[error("the code exchange failed: {0}")]
     Exchange(String),
+    /// The ID token failed the crate's check (signature, iss, aud, exp).
+    #[error("the ID token was refused: {0}")]
+    Token(String),
     /// The ID token is not the one this login asked for (replay).
     #[error("the ID token's nonce is not this login's")]
     Nonce,
@@ -29,8 +55,8 @@ pub enum OidcError {
 /// What the callback needs of the login it completes. The redirect URI is not kept: it is the
 /// same for every login.
 pub struct PendingLogin {
-    verifier: String,
-    nonce: String,
+    verifier: PkceCodeVerifier,
+    nonce: Nonce,
 }
 
 /// A login begun: where to send the browser, and what to keep until it comes back.
@@ -40,35 +66,46 @@ pub struct Authorization {
     pub login: PendingLogin,
 }
 
-#[derive(Deserialize, Clone)]
-struct Endpoints {
-    authorization_endpoint: String,
-    token_endpoint: String,
-}
+/// The crate's client once discovered: authorization endpoint set, token endpoint maybe.
+type Client = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
 
-#[derive(Deserialize)]
-struct TokenResponse {
-    id_token: String,
+struct Discovered {
+    client: Client,
+    issuer: IssuerUrl,
 }
 
 /// The issuer as the portal's login client sees it.
 pub struct Oidc {
-    issuer: String,
-    client_id: String,
-    scopes: String,
+    verifier: Arc<Verifier>,
+    client_id: ClientId,
+    scopes: Vec<Scope>,
     redirect_uri: String,
-    endpoints: tokio::sync::OnceCell<Endpoints>,
+    /// Built from the discovery document at the first login that finds it.
+    discovered: tokio::sync::OnceCell<Discovered>,
+    /// The portal's own client: no redirects followed (the crate's advice against SSRF), 10 s.
     http: reqwest::Client,
 }
 
 impl Oidc {
-    pub fn new(issuer: &str, client_id: &str, scopes: &[String], redirect_uri: String) -> Oidc {
+    pub fn new(
+        verifier: Arc<Verifier>,
+        client_id: &str,
+        scopes: &[String],
+        redirect_uri: String,
+    ) -> Oidc {
         Oidc {
-            issuer: issuer.to_owned(),
-            client_id: client_id.to_owned(),
-            scopes: scopes.join(" "),
+            verifier,
+            client_id: ClientId::new(client_id.to_owned()),
+            scopes: scopes.iter().cloned().map(Scope::new).collect(),
             redirect_uri,
-            endpoints: tokio::sync::OnceCell::new(),
+            discovered: tokio::sync::OnceCell::new(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .redirect(reqwest::redirect::Policy::none())
@@ -77,91 +114,94 @@ impl Oidc {
         }
     }
 
-    async fn endpoints(&self) -> Result<Endpoints, OidcError> {
-        self.endpoints
+    async fn discovered(&self) -> Result<&Discovered, OidcError> {
+        self.discovered
             .get_or_try_init(|| async {
-                let url = format!("{}/.well-known/openid-configuration", self.issuer);
-                let fail = |e: reqwest::Error| OidcError::Unreachable(e.to_string());
-                self.http
-                    .get(&url)
-                    .send()
+                let document = self
+                    .verifier
+                    .discovery()
                     .await
-                    .map_err(fail)?
-                    .json()
-                    .await
-                    .map_err(fail)
+                    .map_err(|e| OidcError::Unreachable(e.to_string()))?;
+                let metadata: CoreProviderMetadata = serde_json::from_value(document)
+                    .map_err(|e| OidcError::Discovery(e.to_string()))?;
+                let redirect = RedirectUrl::new(self.redirect_uri.clone())
+                    .map_err(|e| OidcError::Discovery(format!("redirect URI: {e}")))?;
+                let issuer = metadata.issuer().clone();
+                let client =
+                    CoreClient::from_provider_metadata(metadata, self.client_id.clone(), None)
+                        .set_redirect_uri(redirect)
+                        // The scopes are the configured ones, `openid` among them, as they are.
+                        .disable_openid_scope();
+                Ok(Discovered { client, issuer })
             })
             .await
-            .cloned()
     }
 
     /// A new login: its authorization URL, state, nonce and PKCE verifier.
     pub async fn begin(&self) -> Result<Authorization, OidcError> {
-        let endpoints = self.endpoints().await?;
-        let (state, verifier, nonce) = (random::token(), random::token(), random::token());
-        let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(Sha256::digest(verifier.as_bytes()));
-        let mut url = reqwest::Url::parse(&endpoints.authorization_endpoint)
-            .map_err(|e| OidcError::AuthorizationEndpoint(e.to_string()))?;
-        url.query_pairs_mut()
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &self.client_id)
-            .append_pair("redirect_uri", &self.redirect_uri)
-            .append_pair("scope", &self.scopes)
-            .append_pair("state", &state)
-            .append_pair("nonce", &nonce)
-            .append_pair("code_challenge", &challenge)
-            .append_pair("code_challenge_method", "S256");
+        let discovered = self.discovered().await?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (url, state, nonce) = discovered
+            .client
+            .authorize_url(
+                CoreAuthenticationFlow::AuthorizationCode,
+                || CsrfToken::new(random::token()),
+                || Nonce::new(random::token()),
+            )
+            .add_scopes(self.scopes.iter().cloned())
+            .set_pkce_challenge(challenge)
+            .url();
         Ok(Authorization {
             url: url.into(),
-            state,
+            state: state.secret().clone(),
             login: PendingLogin { verifier, nonce },
         })
     }
 
     /// Exchanges the callback's `code` of `login` for its ID token.
-    pub async fn finish(&self, code: &str, login: &PendingLogin) -> Result<String, OidcError> {
-        let endpoints = self.endpoints().await?;
-        let response = self
-            .http
-            .post(&endpoints.token_endpoint)
-            .form(&[
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("redirect_uri", &self.redirect_uri),
-                ("client_id", &self.client_id),
-                ("code_verifier", &login.verifier),
-            ])
-            .send()
+    pub async fn finish(&self, code: &str, login: &PendingLogin) -> Result<CoreIdToken, OidcError> {
+        let discovered = self.discovered().await?;
+        let response = discovered
+            .client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(|e| OidcError::Discovery(e.to_string()))?
+            .set_pkce_verifier(PkceCodeVerifier::new(login.verifier.secret().clone()))
+            .request_async(&self.http)
             .await
-            .map_err(|e| OidcError::Unreachable(e.to_string()))?;
-        if !response.status().is_success() {
-            return Err(OidcError::Exchange(format!("status {}", response.status())));
-        }
-        let tokens: TokenResponse = response
-            .json()
-            .await
-            .map_err(|e| OidcError::Exchange(e.to_string()))?;
-        Ok(tokens.id_token)
+            .map_err(|e| match e {
+                RequestTokenError::Request(e) => OidcError::Unreachable(e.to_string()),
+                other => OidcError::Exchange(other.to_string()),
+            })?;
+        response
+            .id_token()
+            .cloned()
+            .ok_or_else(|| OidcError::Exchange("the token response has no ID token".into()))
     }
 
-    /// The ID token's nonce must be the one of `login`: it ties the token to this login
-    /// (replay). The token itself is validated by [`crate::auth::Verifier`].
-    pub fn check_nonce(&self, id_token: &str, login: &PendingLogin) -> Result<(), OidcError> {
-        // The nonce ties the ID token to this login (replay).
-        let nonce = id_token
-            .split('.')
-            .nth(1)
-            .and_then(|p| {
-                base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .decode(p)
-                    .ok()
-            })
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|c| c.get("nonce").and_then(|n| n.as_str()).map(str::to_owned));
-        if nonce.as_deref() != Some(login.nonce.as_str()) {
-            return Err(OidcError::Nonce);
+    /// The crate's check of the ID token: its signature against the issuer's keys (those the
+    /// [`Verifier`] holds, refetched by it on key rotation), `iss`, `aud`, `exp` (with
+    /// `--oidc-leeway-secs`) and the nonce of `login`, which ties the token to this login.
+    pub async fn check(
+        &self,
+        id_token: &CoreIdToken,
+        login: &PendingLogin,
+    ) -> Result<(), OidcError> {
+        let discovered = self.discovered().await?;
+        let keys: CoreJsonWebKeySet = serde_json::from_value(self.verifier.published_keys().await)
+            .map_err(|e| OidcError::Token(format!("the issuer's keys: {e}")))?;
+        let leeway = chrono::Duration::from_std(self.verifier.leeway())
+            .map_err(|e| OidcError::Token(format!("--oidc-leeway-secs: {e}")))?;
+        let verifier = CoreIdTokenVerifier::new_public_client(
+            self.client_id.clone(),
+            discovered.issuer.clone(),
+            keys,
+        )
+        .set_allowed_algs(ALLOWED_ALGORITHMS)
+        .set_time_fn(move || chrono::Utc::now() - leeway);
+        match id_token.claims(&verifier, &login.nonce) {
+            Ok(_) => Ok(()),
+            Err(ClaimsVerificationError::InvalidNonce(_)) => Err(OidcError::Nonce),
+            Err(e) => Err(OidcError::Token(e.to_string())),
         }
-        Ok(())
     }
 }
