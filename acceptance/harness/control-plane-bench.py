@@ -18,8 +18,8 @@
    - baseline: N x (namespace, a TLSRoute like the operator's, `helm install --wait` of the same
      archive with the same values), all at once; time until helm returned, and until `kubectl
      get ns` with the admin kubeconfig of Secret vc-vcluster (server: the public URL) answers.
-   The baseline's values replicate operator/src/build/control_plane/values.rs (tenant_values) after
-   the platform file manifests/vcluster/values-local.yaml, which is what the operator renders.
+   The baseline's values are the platform file manifests/vcluster/values-local.yaml and, over it,
+   the per-tenant values the operator prints (`kubespaces-operator values`): what it renders.
    Meanwhile the operator pods' memory is sampled (their containers' cgroups and processes), and
    the operator's own histogram kubespaces_tenant_time_to_ready_seconds is read (sum/count).
 
@@ -72,37 +72,30 @@ def platform_values():
         return yaml.safe_load(f)
 
 
-def tenant_values(tenant, ns):
-    """operator/src/build/control_plane/values.rs tenant_values, replicated (keep in step with it)."""
-    host = f"{tenant}.api.{E['KUBESPACES_DOMAIN']}"
-    volume = {"enabled": True, "retentionPolicy": "Retain"}
+def tenant_values(tenant):
+    """The per-tenant values, as the operator itself derives them (`kubespaces-operator values`),
+    with the settings the chart gave the operator. The operator derives the namespace from the
+    tenant's name (kubespaces-tenant-<name>); helm installs these releases into <name> itself,
+    so only the two Service names among the serving certificate's extra SANs differ, and nothing
+    here connects by those names."""
+    flags = ["--control-plane=vcluster", f"--vcluster-chart={ARGS.chart}",
+             f"--vcluster-chart-version={ARGS.chart_version}", f"--vcluster-chart-digest={ARGS.chart_digest}",
+             f"--api-gateway={E['KUBESPACES_API_GATEWAY']}", f"--base-domain={E['KUBESPACES_DOMAIN']}"]
     if E.get("KUBESPACES_STORAGE_CLASS"):
-        volume["storageClass"] = E["KUBESPACES_STORAGE_CLASS"]
-    uid = 12345
-    pod = {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid,
-           "seccompProfile": {"type": "RuntimeDefault"}}
-    container = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                 "runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid}
-    return {
-        "controlPlane": {
-            "distro": {"k8s": {"enabled": True, "securityContext": container}},
-            "proxy": {"extraSANs": [host, f"{RELEASE}.{ns}.svc", f"{RELEASE}.{ns}.svc.cluster.local"]},
-            "service": {"spec": {"type": "ClusterIP"}},
-            "statefulSet": {"persistence": {"volumeClaim": volume}, "highAvailability": {"replicas": 1},
-                            "security": {"podSecurityContext": pod, "containerSecurityContext": container}},
-            "ingress": {"enabled": False},
-            "coredns": {"security": {"podSecurityContext": pod}},
-        },
-        "policies": {"podSecurityStandard": "restricted",
-                     "resourceQuota": {"enabled": False}, "limitRange": {"enabled": False}},
-        "exportKubeConfig": {"context": tenant, "server": f"https://{host}:443"},
-        "telemetry": {"enabled": False},
-        "experimental": {"syncSettings": {"setOwner": False}},
-    }
+        flags.append(f"--control-plane-storage-class={E['KUBESPACES_STORAGE_CLASS']}")
+    # chart.sh gives the operator the apps settings only with an issuer (cert-manager).
+    if E.get("KUBESPACES_APPS_CLUSTER_ISSUER"):
+        flags += [f"--apps-gateway-class={E['KUBESPACES_APPS_GATEWAY_CLASS']}",
+                  f"--apps-cluster-issuer={E['KUBESPACES_APPS_CLUSTER_ISSUER']}"]
+    # Only what is asked for above: none of the caller's KUBESPACES_* settings leaks in.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBESPACES_")}
+    out = subprocess.run([ARGS.operator, "values", tenant, *flags], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
 
 
 def ours(ns):
-    return merge(platform_values(), tenant_values(ns, ns))
+    return merge(platform_values(), tenant_values(ns))
 
 
 def chart_defaults():
@@ -594,6 +587,12 @@ def main():
     if len(charts) != 1:
         die(f"expected one charts/vcluster/vcluster-*.tgz, found {charts}")
     ARGS.chart = os.path.abspath(charts[0])
+    ARGS.chart_version = re.sub(r"^vcluster-(.*)\.tgz$", r"\1", os.path.basename(ARGS.chart))
+    sums = os.path.join(os.path.dirname(ARGS.chart), "SHA256SUMS")
+    ARGS.chart_digest = "sha256:" + open(sums).read().split()[0]
+    ARGS.operator = os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "kubespaces-operator")
+    if not os.access(ARGS.operator, os.X_OK):
+        die(f"{ARGS.operator} missing: the bench builds it (cargo build --release -p kubespaces-operator)")
     ARGS.values = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifests", "vcluster", "values-local.yaml")
     res = {"chart": os.path.basename(ARGS.chart), "loadavg": [os.getloadavg()[0]], "rounds": []}
     sampler = OperatorSampler()

@@ -1,4 +1,5 @@
-//! `kubespaces-operator`: runs the Tenant controller, or prints the install manifests.
+//! `kubespaces-operator`: runs the Tenant controller, or prints the install manifests or one
+//! tenant's control-plane values.
 
 use std::sync::{
     Arc,
@@ -8,8 +9,13 @@ use std::sync::{
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use kubespaces_operator::{
+    build::{
+        control_plane::{ControlPlaneConfig, values},
+        settings::HostConfig,
+    },
     manifests,
     metrics::Metrics,
+    names::{MAX_TENANT_NAME_LEN, NAME_LABEL_MESSAGE},
     runtime::{
         config::RunConfig,
         controller, http, kube_client,
@@ -37,6 +43,36 @@ enum Command {
     /// Print the install manifests (the Tenant CRD, the tenant-owner ClusterRole, the admission
     /// policies and the operator's own RBAC).
     Manifests,
+    /// Print, as JSON, the chart values the operator gives one tenant's control plane: what
+    /// `helm template` gets last, after the platform's `--vcluster-values` files. Takes the same
+    /// settings (flags or environment) as `run`.
+    Values(Box<ValuesArgs>),
+}
+
+#[derive(clap::Args)]
+struct ValuesArgs {
+    /// The Tenant's name (metadata.name).
+    #[arg(value_parser = tenant_name)]
+    tenant: String,
+    #[command(flatten)]
+    host: HostConfig,
+    #[command(flatten)]
+    control_plane: ControlPlaneConfig,
+}
+
+/// A name the Tenant CRD admits (the same rules as its validation).
+fn tenant_name(s: &str) -> Result<String, String> {
+    let label = s.starts_with(|c: char| c.is_ascii_lowercase())
+        && !s.ends_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    match (label, s.len() <= MAX_TENANT_NAME_LEN) {
+        (true, true) => Ok(s.to_owned()),
+        (false, _) => Err(NAME_LABEL_MESSAGE.replace("metadata.name", "the tenant name")),
+        (_, false) => Err(format!(
+            "the tenant name must be at most {MAX_TENANT_NAME_LEN} characters"
+        )),
+    }
 }
 
 fn init_tracing() {
@@ -88,6 +124,21 @@ async fn main() -> anyhow::Result<()> {
             for (_, text) in manifests::all()? {
                 print!("---\n{text}");
             }
+            Ok(())
+        }
+        Command::Values(args) => {
+            let settings = args
+                .control_plane
+                .vcluster()
+                .map_err(anyhow::Error::msg)?
+                .context("values needs --control-plane=vcluster")?;
+            let values = values::tenant_values(
+                &args.tenant,
+                &args.host.base_domain,
+                &args.host.pod_security,
+                &settings,
+            );
+            println!("{}", serde_json::to_string_pretty(&values)?);
             Ok(())
         }
         Command::Run(config) => {
