@@ -7,7 +7,9 @@ use std::{path::Path, time::Duration};
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
-        core::v1::{Namespace, Pod, ResourceQuota, Service},
+        core::v1::{Pod, ResourceQuota, Service},
+        node::v1::RuntimeClass,
+        rbac::v1::PolicyRule,
     },
     apimachinery::pkg::api::resource::Quantity,
 };
@@ -17,13 +19,16 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, metric_sum, metric_sum_where, sharded_tenant},
+    operator::{
+        OperatorProcess, least_privileged_kubeconfig, metric_sum, metric_sum_where, sharded_tenant,
+    },
     pods::{self, delete_tenant, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
 use kubespaces_operator::{
     api::{KUBECONFIG_SECRET, Tenant, TenantSpec},
+    build::access,
     conditions, names,
 };
 
@@ -674,28 +679,51 @@ async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_dow
     let tenants = env.tenants().await;
     let shard = "host-manifests";
     let name = "host-manifests";
-    // A platform's values may make the chart render host objects of any kind. A Namespace is
+    // A platform's values may make the chart render host objects of any kind. A RuntimeClass is
     // cluster-scoped and on no list of the operator's; a ConfigMap is namespaced.
-    let extra = "kubespaces-extra-host-manifests";
-    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let runtime_class = "kubespaces-test-sandbox";
+    let classes: Api<RuntimeClass> = Api::all(client.clone());
     if matches!(tenants.get_opt(name).await, Ok(Some(_))) {
         delete_tenant(&env, name).await;
     }
-    env.kubectl_ok(&["delete", "namespace", extra, "--ignore-not-found"], None);
+    env.kubectl_ok(
+        &[
+            "delete",
+            "runtimeclass",
+            runtime_class,
+            "--ignore-not-found",
+        ],
+        None,
+    );
     let dir = std::env::var("KUBESPACES_STATE")
         .map_or_else(|_| std::env::temp_dir(), std::path::PathBuf::from);
     let values = dir.join("host-manifests.yaml");
     std::fs::write(
         &values,
         format!(
-            "experimental:\n  deploy:\n    host:\n      manifests: |\n        apiVersion: v1\n        \
-             kind: Namespace\n        metadata:\n          name: {extra}\n        ---\n        \
-             apiVersion: v1\n        kind: ConfigMap\n        metadata:\n          name: platform-extra\n        \
+            "experimental:\n  deploy:\n    host:\n      manifests: |\n        apiVersion: node.k8s.io/v1\n        \
+             kind: RuntimeClass\n        metadata:\n          name: {runtime_class}\n        handler: runc\n        \
+             ---\n        apiVersion: v1\n        kind: ConfigMap\n        metadata:\n          name: platform-extra\n        \
              data:\n          note: rendered by the platform's values\n"
         ),
     )
     .expect("values file");
-    let operator = start_operator(&env, shard, &vcluster_flags(&pinned_digest(), &[&values])).await;
+    // The platform that renders a RuntimeClass grants the operator that kind beside the chart's
+    // role (the chart's role has no line for it).
+    let mut rules = access::operator_cluster_role().rules.unwrap_or_default();
+    rules.push(PolicyRule {
+        api_groups: Some(vec!["node.k8s.io".into()]),
+        resources: Some(vec!["runtimeclasses".into()]),
+        verbs: ["get", "create", "patch", "delete"]
+            .map(String::from)
+            .to_vec(),
+        ..PolicyRule::default()
+    });
+    let kubeconfig = least_privileged_kubeconfig(&client, Some((shard, rules))).await;
+    let flags = vcluster_flags(&pinned_digest(), &[&values]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let operator =
+        OperatorProcess::start_as(env.operator_bin(), shard, &flags, Some(kubeconfig.path)).await;
     tenants
         .create(
             &Default::default(),
@@ -715,12 +743,15 @@ async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_dow
         .unwrap_or_default();
     let ns = names::namespace(name);
     for entry in [
-        format!("v1/Namespace//{extra}"),
+        format!("node.k8s.io/v1/RuntimeClass//{runtime_class}"),
         format!("v1/ConfigMap/{ns}/platform-extra"),
     ] {
         assert!(inventory.contains(&entry), "{entry} in {inventory:?}");
     }
-    let made = namespaces.get(extra).await.expect("the rendered Namespace");
+    let made = classes
+        .get(runtime_class)
+        .await
+        .expect("the rendered RuntimeClass");
     assert_eq!(
         made.labels().get(names::TENANT_LABEL).map(String::as_str),
         Some(name)
@@ -737,20 +768,13 @@ async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_dow
         settled,
         "a Ready tenant whose chart renders kinds on no list costs no writes per reconcile"
     );
-    operator.assert_every_request_listed().await;
 
     // Teardown takes the cluster-scoped object too, not only what the namespace holds.
     delete_tenant(&env, name).await;
     wait_for(
-        "the rendered Namespace deleted with the tenant",
-        Duration::from_secs(120),
-        || async {
-            match namespaces.get_opt(extra).await {
-                Ok(None) => Some(()),
-                Ok(Some(n)) => n.metadata.deletion_timestamp.map(|_| ()),
-                Err(_) => None,
-            }
-        },
+        "the rendered RuntimeClass deleted with the tenant",
+        Duration::from_secs(60),
+        || async { matches!(classes.get_opt(runtime_class).await, Ok(None)).then_some(()) },
     )
     .await;
 }
