@@ -75,11 +75,31 @@ pub fn build(
     })
 }
 
-/// The namespaced kinds of the plan and of its prune set, each once: what a sweep lists (in the
-/// tenant's namespace, by the rendered-chart label). Cluster-scoped objects are pruned by the
-/// inventory only: listing them would need the right to read every one of their kind.
+/// The namespaced kinds the pinned chart renders that the operator's roles let it list and
+/// delete in a tenant namespace (`access::CONTROL_PLANE`, `access::CONTROLLER`): swept after
+/// every apply even when neither the render nor the inventory has one of them any more (a new
+/// render dropped the last of a kind and the status write that would have listed it was lost).
+pub const CHART_KINDS: [(&str, &str, &str); 9] = [
+    ("", "v1", "ServiceAccount"),
+    ("", "v1", "Secret"),
+    ("", "v1", "ConfigMap"),
+    ("", "v1", "Service"),
+    ("apps", "v1", "StatefulSet"),
+    ("rbac.authorization.k8s.io", "v1", "Role"),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"),
+    ("policy", "v1", "PodDisruptionBudget"),
+];
+
+/// What a sweep lists (in the tenant's namespace, by the rendered-chart label), each kind once:
+/// [`CHART_KINDS`], then the other namespaced kinds of the plan and of its prune set.
+/// Cluster-scoped objects are pruned by the inventory only: listing them would need the right to
+/// read every one of their kind.
 pub fn swept_kinds(plan: &Plan) -> Vec<GroupVersionKind> {
-    let mut kinds: Vec<GroupVersionKind> = vec![];
+    let mut kinds: Vec<GroupVersionKind> = CHART_KINDS
+        .iter()
+        .map(|(group, version, kind)| GroupVersionKind::gvk(group, version, kind))
+        .collect();
     for (gvk, ns, _) in plan
         .inventory
         .iter()
@@ -382,9 +402,18 @@ mod tests {
                 == Some(names::control_plane::RENDERED_CHART)
         }));
         let kinds: Vec<String> = swept_kinds(&plan).iter().map(|k| k.kind.clone()).collect();
+        let chart: Vec<&str> = CHART_KINDS.iter().map(|(_, _, k)| *k).collect();
+        assert_eq!(kinds, chart, "the chart's kinds, and no cluster-scoped one");
+        // A kind of the render beyond the chart's usual ones is swept too.
+        let widgets = vec![object("example.com/v1", "Widget", None)];
+        let mut with_widget = scopes();
+        with_widget.insert(GroupVersionKind::gvk("example.com", "v1", "Widget"), true);
+        let plan_with_widget = build("a", widgets, &with_widget, &[]).unwrap();
         assert_eq!(
-            kinds,
-            ["ServiceAccount", "StatefulSet", "PodDisruptionBudget"]
+            swept_kinds(&plan_with_widget)
+                .last()
+                .map(|k| k.kind.as_str()),
+            Some("Widget")
         );
         let accounts = GroupVersionKind::gvk("", "v1", "ServiceAccount");
         let found = ["vcluster", "vc-workload-vcluster", "left-behind"];
@@ -397,6 +426,27 @@ mod tests {
             strays(&budgets, "kubespaces-tenant-a", ["vcluster"], &plan),
             ["policy/v1/PodDisruptionBudget/kubespaces-tenant-a/vcluster"]
         );
+    }
+
+    #[test]
+    fn the_operator_may_list_and_delete_every_kind_it_sweeps() {
+        use crate::build::access::{CONTROL_PLANE, CONTROLLER};
+        for (group, _, kind) in CHART_KINDS {
+            let lower = kind.to_lowercase();
+            let resource = match lower.strip_suffix('y') {
+                Some(stem) => format!("{stem}ies"),
+                None => format!("{lower}s"),
+            };
+            for verb in ["list", "delete"] {
+                let granted = CONTROL_PLANE.iter().chain(CONTROLLER).any(|a| {
+                    a.group == group
+                        && a.resource == resource
+                        && a.names.is_empty()
+                        && a.verbs.contains(&verb)
+                });
+                assert!(granted, "{verb} {group}/{resource}");
+            }
+        }
     }
 
     #[test]
