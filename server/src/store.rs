@@ -2,7 +2,7 @@
 //! broadcast of the changes it sees for the live stream. Lists are filtered from memory: a
 //! request never turns into an API call to list tenants.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use kube::{
@@ -101,5 +101,29 @@ impl Tenants {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
+    }
+
+    /// Waits, at most `within`, until the cache holds `written` (by uid): a read this server
+    /// answers right after its own create (`kubespaces tenant create` then `get`) must find the
+    /// tenant. `changes` is subscribed before the write, so its change cannot slip by; the
+    /// reflector fills the cache before the change is broadcast. False when the time ran out.
+    pub async fn caught_up(
+        &self,
+        written: &Tenant,
+        changes: &mut broadcast::Receiver<Change>,
+        within: Duration,
+    ) -> bool {
+        let (name, uid) = (written.name_any(), written.uid());
+        let held = || self.get(&name).is_some_and(|t| t.uid() == uid);
+        let caught = async {
+            while !held() {
+                match changes.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return false,
+                }
+            }
+            true
+        };
+        tokio::time::timeout(within, caught).await.unwrap_or(false)
     }
 }

@@ -26,6 +26,9 @@ use crate::{
     store::Tenants,
 };
 
+/// How long a create waits for the cache to hold the tenant it created (usually milliseconds).
+const CACHE_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Field manager of the Tenants this server creates.
 pub const FIELD_MANAGER: &str = "kubespaces-server";
 
@@ -136,11 +139,21 @@ impl TenantService {
         // answer "not found" for a tenant the caller may not see, and this must not undo that by
         // saying whose it is. That a create of a taken name fails at all is the one signal left
         // (docs/server-cli-portal.md says why it cannot go).
+        let mut changes = self.store.subscribe();
         let created = api.create(&params, &tenant).await.map_err(|e| match e {
             kube::Error::Api(s) if s.code == 409 => ApiError::NameTaken(body.name.clone()),
             other => ApiError::from(other),
         })?;
         info!(caller = %caller.email, tenant = %body.name, %owner, "created tenant");
+        // Every read is served from the cache: answer once it holds the new tenant, so the
+        // caller's next request finds what it just created.
+        if !self
+            .store
+            .caught_up(&created, &mut changes, CACHE_CATCH_UP)
+            .await
+        {
+            warn!(tenant = %body.name, "the tenant cache has not seen the created tenant yet");
+        }
         Ok(created)
     }
 
