@@ -253,9 +253,10 @@ impl ControlPlane {
     }
 
     /// Applies the rendered chart under the inventory `previous` (what the status says the last
-    /// apply left) and prunes what it no longer has; returns the new inventory. Whether it was
-    /// applied lately is kept in memory (a restarted operator applies everything once): a
-    /// converged tenant costs no write until [`Self::reapply`](ControlPlane) has passed.
+    /// apply left) and prunes what it no longer has, by the inventory and then by label (the
+    /// sweep); returns the new inventory. Whether it was applied lately is kept in memory (a
+    /// restarted operator applies everything once): a converged tenant costs no write until the
+    /// resync period (`--resync`) has passed.
     async fn apply_chart(
         &self,
         client: &Client,
