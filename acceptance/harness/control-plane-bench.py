@@ -74,10 +74,11 @@ def platform_values():
 
 def tenant_values(tenant):
     """The per-tenant values, as the operator itself derives them (`kubespaces-operator values`),
-    with the settings the chart gave the operator. The operator derives the namespace from the
-    tenant's name (kubespaces-tenant-<name>); helm installs these releases into <name> itself,
-    so only the two Service names among the serving certificate's extra SANs differ, and nothing
-    here connects by those names."""
+    with the settings the chart gave the operator. The operator names its namespace
+    (kubespaces-tenant-<name>) in the serving certificate's extra SANs; helm installs these
+    releases into <name> itself, so those two SANs are re-pointed there, as the operator's point
+    at its own namespace: the values are then exactly what the operator would give a tenant of
+    that name in that namespace."""
     flags = ["--control-plane=vcluster", f"--vcluster-chart={ARGS.chart}",
              f"--vcluster-chart-version={ARGS.chart_version}", f"--vcluster-chart-digest={ARGS.chart_digest}",
              f"--api-gateway={E['KUBESPACES_API_GATEWAY']}", f"--base-domain={E['KUBESPACES_DOMAIN']}"]
@@ -91,7 +92,10 @@ def tenant_values(tenant):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBESPACES_")}
     out = subprocess.run([ARGS.operator, "values", tenant, *flags], env=env, check=True,
                          capture_output=True, text=True).stdout
-    return json.loads(out)
+    values = json.loads(out)
+    proxy = values["controlPlane"]["proxy"]
+    proxy["extraSANs"] = [san.replace(f".{TENANT_PREFIX}{tenant}.", f".{tenant}.") for san in proxy["extraSANs"]]
+    return values
 
 
 def ours(ns):
