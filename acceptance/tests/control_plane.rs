@@ -470,6 +470,28 @@ fn pinned_digest() -> String {
         .expect("a digest")
 }
 
+/// What the last apply left, as the Tenant's status lists it (`status.controlPlane.objects`).
+fn inventory_of(tenant: Tenant) -> Vec<String> {
+    tenant
+        .status
+        .and_then(|s| s.control_plane)
+        .map(|c| c.objects)
+        .unwrap_or_default()
+}
+
+/// Creates a Tenant of `owner` (2 CPUs, 4Gi) for the test operator of `shard` and waits until it
+/// is Ready.
+async fn create_ready(tenants: &Api<Tenant>, name: &str, owner: &str, shard: &str) -> Tenant {
+    tenants
+        .create(
+            &Default::default(),
+            &sharded_tenant(name, TenantSpec::new(owner, "2", "4Gi", None), shard),
+        )
+        .await
+        .expect("create the tenant");
+    wait_ready(tenants, name, READY_WITHIN).await
+}
+
 /// The objects of the tenant's namespace that carry its label, as `kind/name uid`.
 fn labelled_objects(env: &Env, tenant: &str) -> Vec<(String, String)> {
     let out = env.kubectl_ok(
@@ -524,18 +546,7 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
         &vcluster_flags(&pinned_digest(), &[&before_values]),
     )
     .await;
-    tenants
-        .create(
-            &Default::default(),
-            &sharded_tenant(
-                name,
-                TenantSpec::new("dave@example.com", "2", "4Gi", None),
-                shard,
-            ),
-        )
-        .await
-        .expect("create the tenant");
-    let ready = wait_ready(&tenants, name, READY_WITHIN).await;
+    let ready = create_ready(&tenants, name, "dave@example.com", shard).await;
     let before = labelled_objects(&env, name);
     assert!(
         before
@@ -543,11 +554,7 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
             .any(|(k, _)| k == "PodDisruptionBudget/vcluster"),
         "the first values render a PodDisruptionBudget: {before:?}"
     );
-    let inventory = ready
-        .status
-        .and_then(|s| s.control_plane)
-        .map(|c| c.objects)
-        .unwrap_or_default();
+    let inventory = inventory_of(ready);
     assert!(
         inventory
             .iter()
@@ -615,11 +622,7 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
         "the same objects (same uids: updated in place), minus the one dropped"
     );
     let ready = wait_ready(&tenants, name, READY_WITHIN).await;
-    let inventory = ready
-        .status
-        .and_then(|s| s.control_plane)
-        .map(|c| c.objects)
-        .unwrap_or_default();
+    let inventory = inventory_of(ready);
     assert!(
         !inventory
             .iter()
@@ -724,23 +727,8 @@ async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_dow
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let operator =
         OperatorProcess::start_as(env.operator_bin(), shard, &flags, Some(kubeconfig.path)).await;
-    tenants
-        .create(
-            &Default::default(),
-            &sharded_tenant(
-                name,
-                TenantSpec::new("erin@example.com", "2", "4Gi", None),
-                shard,
-            ),
-        )
-        .await
-        .expect("create the tenant");
-    let ready = wait_ready(&tenants, name, READY_WITHIN).await;
-    let inventory = ready
-        .status
-        .and_then(|s| s.control_plane)
-        .map(|c| c.objects)
-        .unwrap_or_default();
+    let ready = create_ready(&tenants, name, "erin@example.com", shard).await;
+    let inventory = inventory_of(ready);
     let ns = names::namespace(name);
     for entry in [
         format!("node.k8s.io/v1/RuntimeClass//{runtime_class}"),

@@ -1,8 +1,8 @@
 //! Carrying out a [`super::plan`]: discovery of the kinds (once each), server-side apply of the
 //! planned objects, and pruning of what a new render no longer has (by the inventory, then by
-//! label: [`sweep`]). Since more than the operator
-//! may write the Tenant's status, where the inventory is kept, an entry is only ever deleted when
-//! it is in the tenant's namespace or carries the tenant's label.
+//! label: [`sweep`]). Since more than the operator may write the Tenant's status, where the
+//! inventory is kept, an entry is only ever deleted when the object carries the tenant's label
+//! and is in the tenant's namespace or cluster-scoped.
 
 use std::{collections::HashMap, sync::Mutex};
 

@@ -7,8 +7,8 @@
 //!
 //! Inventory entries are `group/version/Kind/namespace/name` strings kept in the Tenant's
 //! status; since more than the operator may write that status, an entry is only ever deleted
-//! when it is in the tenant's namespace or carries the tenant's label (see
-//! [`super::dynamic::delete_entry`]).
+//! when the object carries the tenant's label and is in the tenant's namespace or
+//! cluster-scoped (see [`super::dynamic::delete_entry`]).
 
 use std::collections::HashMap;
 
@@ -122,7 +122,7 @@ pub fn strays<'a>(
 ) -> Vec<String> {
     found
         .into_iter()
-        .map(|name| format!("{}/{}/{ns}/{name}", kind.api_version(), kind.kind))
+        .map(|name| entry_of(&kind.api_version(), &kind.kind, ns, name))
         .filter(|e| !plan.inventory.contains(e))
         .collect()
 }
@@ -139,15 +139,15 @@ pub fn gvk_of(o: &DynamicObject) -> Result<GroupVersionKind> {
 /// `group/version/Kind/namespace/name` (namespace empty for cluster-scoped objects).
 pub fn entry(o: &DynamicObject) -> String {
     let types = o.types.clone().unwrap_or_default();
-    format!(
-        "{}/{}/{}/{}",
-        types.api_version,
-        types.kind,
-        o.metadata.namespace.clone().unwrap_or_default(),
-        o.name_any()
-    )
-    .trim_start_matches('/')
-    .to_owned()
+    let ns = o.metadata.namespace.clone().unwrap_or_default();
+    entry_of(&types.api_version, &types.kind, &ns, &o.name_any())
+}
+
+/// The entry of an object by its parts (`api_version` is `v1` for the core group).
+fn entry_of(api_version: &str, kind: &str, ns: &str, name: &str) -> String {
+    format!("{api_version}/{kind}/{ns}/{name}")
+        .trim_start_matches('/')
+        .to_owned()
 }
 
 /// Parses an inventory entry back into its kind, namespace and name.

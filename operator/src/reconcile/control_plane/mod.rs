@@ -1,6 +1,7 @@
 //! The tenant's own control plane: a vCluster from the pinned chart, rendered with helm,
-//! applied with server-side apply under an inventory, exposed by a TLSRoute at the tenant's
-//! public host, and a kubeconfig whose credential the operator issues, checks and renews.
+//! applied with server-side apply under an inventory (and swept by label), exposed by a TLSRoute
+//! at the tenant's public host, and a kubeconfig whose credential the operator issues, checks
+//! and renews.
 //!
 //! [`ControlPlane::build`] yields the whole desired state (rendered chart, route, footprint)
 //! before anything is applied; [`ControlPlane::ensure`] applies it and observes the result.
