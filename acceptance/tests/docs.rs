@@ -491,6 +491,13 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
         "ResolvedRefs",
         "Retain",
         "Secret",
+        // The kinds the pinned chart renders, which the sweep lists (apply::plan::CHART_KINDS).
+        "ConfigMap",
+        "Service",
+        "Role",
+        "RoleBinding",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
         // The apps Gateway's and Certificate's field values (control_plane::apps).
         "Certificate",
         "ClusterIssuer",
