@@ -476,6 +476,7 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
         "Egress",
         "TCP",
         "StatefulSet",
+        "PersistentVolumeClaim",
         "Deployment",
         "ClusterRole",
         "ClusterRoleBinding",

@@ -3,8 +3,10 @@
 //!
 //! The layers, each using only those before it ([`error`] and [`metrics`] sit beside them):
 //! - [`api`], [`names`], [`conditions`]: the one Tenant type, every derived name, the phase.
-//! - [`build`]: pure, the desired host objects, control-plane values, route, apps objects,
-//!   install manifests' parts and the RBAC table, from a Tenant and the settings.
+//! - [`build`]: pure, a tenant's whole desired state in one value ([`build::desired::of`]: the
+//!   host objects, the rendered chart with the operator's access, route and apps objects), the
+//!   control-plane values, install manifests' parts and the RBAC table, from a Tenant and the
+//!   settings.
 //! - [`observe`]: pure, what the live objects say (conditions, drift).
 //! - [`helm`]: the one subprocess, rendering the pinned chart.
 //! - [`apply`]: the plan of the rendered objects (pure: claimed, scoped by discovery, the prune

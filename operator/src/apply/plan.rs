@@ -144,7 +144,7 @@ pub fn entry(o: &DynamicObject) -> String {
 }
 
 /// The entry of an object by its parts (`api_version` is `v1` for the core group).
-fn entry_of(api_version: &str, kind: &str, ns: &str, name: &str) -> String {
+pub fn entry_of(api_version: &str, kind: &str, ns: &str, name: &str) -> String {
     format!("{api_version}/{kind}/{ns}/{name}")
         .trim_start_matches('/')
         .to_owned()

@@ -10,6 +10,9 @@
 //! preferred for at most [`TRUST`], and the reconciler looks again by then (see
 //! [`RecentWrites::pending`]).
 //!
+//! A write is remembered under a [`Key`]: the tenant, the kind and the object's name (the same
+//! key the watches derive from what they deliver, to tell the echo of our own write).
+//!
 //! Writes are kept as the typed objects they were (a Namespace, a TenantStatus, ...), not as
 //! JSON: the reconciler asks on every pass, and a typed answer needs no encoding of the cached
 //! object nor decoding of ours.
@@ -24,9 +27,34 @@ use std::{
 /// How long a write of ours is preferred to a cache that has not shown it yet.
 pub const TRUST: Duration = Duration::from_secs(5);
 
+/// One object of a tenant, or one part of the Tenant itself (`name` is then the part written:
+/// `status`, `finalizers`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub tenant: String,
+    pub kind: String,
+    pub name: String,
+}
+
+impl Key {
+    pub fn new(tenant: &str, kind: &str, name: &str) -> Self {
+        Key {
+            tenant: tenant.to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// The key of a typed object of `tenant`.
+    pub fn of<K: kube::Resource<DynamicType = ()>>(tenant: &str, object: &K) -> Self {
+        let name = object.meta().name.as_deref().unwrap_or_default();
+        Key::new(tenant, &K::kind(&()), name)
+    }
+}
+
 #[derive(Default)]
 pub struct RecentWrites {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<HashMap<Key, Entry>>,
 }
 
 struct Entry {
@@ -56,7 +84,7 @@ impl RecentWrites {
     /// cache answers.
     pub fn current<T: Clone + 'static>(
         &self,
-        key: &str,
+        key: &Key,
         cached_version: Option<&str>,
         cached: Option<T>,
     ) -> Option<T> {
@@ -79,12 +107,7 @@ impl RecentWrites {
     }
 
     /// Remembers an object (or part of one) we just wrote, at the version the server returned.
-    pub fn record<T: Send + Sync + 'static>(
-        &self,
-        key: String,
-        version: Option<String>,
-        written: T,
-    ) {
+    pub fn record<T: Send + Sync + 'static>(&self, key: Key, version: Option<String>, written: T) {
         if let Ok(mut entries) = self.entries.lock() {
             entries.insert(
                 key,
@@ -101,7 +124,7 @@ impl RecentWrites {
     /// watch echoing our own write. It tells the reconciler nothing it did not know (it wrote
     /// that), so it need not trigger another pass. Any other version (someone else's change,
     /// or the API server's own, like a quota's status) is news.
-    pub fn is_echo(&self, key: &str, version: Option<&str>) -> bool {
+    pub fn is_echo(&self, key: &Key, version: Option<&str>) -> bool {
         version.is_some()
             && self.entries.lock().is_ok_and(|entries| {
                 entries
@@ -110,18 +133,18 @@ impl RecentWrites {
             })
     }
 
-    /// True when a write under `prefix` is still preferred to the cache: look again after
+    /// True when a write for `tenant` is still preferred to the cache: look again after
     /// [`TRUST`], when the cache alone decides.
-    pub fn pending(&self, prefix: &str) -> bool {
+    pub fn pending(&self, tenant: &str) -> bool {
         self.entries
             .lock()
-            .is_ok_and(|e| e.iter().any(|(k, v)| k.starts_with(prefix) && v.holds()))
+            .is_ok_and(|e| e.iter().any(|(k, v)| k.tenant == tenant && v.holds()))
     }
 
-    /// Forgets everything under `prefix` (a tenant that is gone).
-    pub fn forget(&self, prefix: &str) {
+    /// Forgets everything of `tenant` (a tenant that is gone).
+    pub fn forget(&self, tenant: &str) {
         if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|k, _| !k.starts_with(prefix));
+            entries.retain(|k, _| k.tenant != tenant);
         }
     }
 }
@@ -132,7 +155,11 @@ mod tests {
 
     use super::*;
 
-    fn age(recent: &RecentWrites, key: &str) {
+    fn k(tenant: &str, kind: &str, name: &str) -> Key {
+        Key::new(tenant, kind, name)
+    }
+
+    fn age(recent: &RecentWrites, key: &Key) {
         if let Ok(mut entries) = recent.entries.lock()
             && let Some(e) = entries.get_mut(key)
         {
@@ -143,65 +170,85 @@ mod tests {
     #[test]
     fn only_the_version_we_wrote_is_an_echo() {
         let recent = RecentWrites::default();
-        recent.record("t/Namespace".into(), Some("7".into()), json!({"v": 2}));
-        assert!(recent.is_echo("t/Namespace", Some("7")));
+        recent.record(k("t", "Namespace", "x"), Some("7".into()), json!({"v": 2}));
+        assert!(recent.is_echo(&k("t", "Namespace", "x"), Some("7")));
         // Someone else's later change, an earlier state, another object, no version at all.
-        assert!(!recent.is_echo("t/Namespace", Some("8")));
-        assert!(!recent.is_echo("t/Namespace", Some("6")));
-        assert!(!recent.is_echo("t/LimitRange", Some("7")));
-        assert!(!recent.is_echo("t/Namespace", None));
-        recent.record("u/Namespace".into(), None, json!({}));
-        assert!(!recent.is_echo("u/Namespace", None));
+        assert!(!recent.is_echo(&k("t", "Namespace", "x"), Some("8")));
+        assert!(!recent.is_echo(&k("t", "Namespace", "x"), Some("6")));
+        assert!(!recent.is_echo(&k("t", "LimitRange", "x"), Some("7")));
+        assert!(
+            !recent.is_echo(&k("t", "Namespace", "y"), Some("7")),
+            "another object of the kind (two RoleBindings of a tenant) is not ours"
+        );
+        assert!(!recent.is_echo(&k("t", "Namespace", "x"), None));
+        recent.record(k("u", "Namespace", "x"), None, json!({}));
+        assert!(!recent.is_echo(&k("u", "Namespace", "x"), None));
     }
 
     #[test]
     fn our_write_wins_until_the_cache_shows_it() {
         let recent = RecentWrites::default();
-        recent.record("t/ResourceQuota".into(), Some("7".into()), json!({"v": 2}));
+        recent.record(
+            k("t", "ResourceQuota", "x"),
+            Some("7".into()),
+            json!({"v": 2}),
+        );
         assert_eq!(
-            recent.current("t/ResourceQuota", Some("5"), Some(json!({"v": 1}))),
+            recent.current(
+                &k("t", "ResourceQuota", "x"),
+                Some("5"),
+                Some(json!({"v": 1}))
+            ),
             Some(json!({"v": 2}))
         );
         assert_eq!(
-            recent.current("t/ResourceQuota", None, None),
+            recent.current(&k("t", "ResourceQuota", "x"), None, None),
             Some(json!({"v": 2})),
             "create not yet seen"
         );
-        assert!(recent.pending("t/"));
+        assert!(recent.pending("t"));
         // The cache shows our write: the cache is the truth again and the entry is dropped.
         assert_eq!(
-            recent.current("t/ResourceQuota", Some("7"), Some(json!({"v": 2, "s": 1}))),
+            recent.current(
+                &k("t", "ResourceQuota", "x"),
+                Some("7"),
+                Some(json!({"v": 2, "s": 1}))
+            ),
             Some(json!({"v": 2, "s": 1}))
         );
-        assert!(!recent.pending("t/"));
+        assert!(!recent.pending("t"));
     }
 
     #[test]
     fn a_later_change_by_someone_else_wins_at_once() {
         let recent = RecentWrites::default();
-        recent.record("t/ResourceQuota".into(), Some("7".into()), json!({"v": 2}));
+        recent.record(
+            k("t", "ResourceQuota", "x"),
+            Some("7".into()),
+            json!({"v": 2}),
+        );
         // The quota controller wrote the status after our create.
         assert_eq!(
             recent.current(
-                "t/ResourceQuota",
+                &k("t", "ResourceQuota", "x"),
                 Some("9"),
                 Some(json!({"v": 2, "status": 1}))
             ),
             Some(json!({"v": 2, "status": 1}))
         );
-        assert!(!recent.pending("t/"));
+        assert!(!recent.pending("t"));
     }
 
     #[test]
     fn opaque_versions_fall_back_to_time() {
         let recent = RecentWrites::default();
-        recent.record("t/Namespace".into(), Some("b".into()), json!("ours"));
+        recent.record(k("t", "Namespace", "x"), Some("b".into()), json!("ours"));
         assert_eq!(
-            recent.current("t/Namespace", Some("a"), Some(json!("cache"))),
+            recent.current(&k("t", "Namespace", "x"), Some("a"), Some(json!("cache"))),
             Some(json!("ours"))
         );
         assert_eq!(
-            recent.current("t/Namespace", Some("b"), Some(json!("cache"))),
+            recent.current(&k("t", "Namespace", "x"), Some("b"), Some(json!("cache"))),
             Some(json!("cache"))
         );
     }
@@ -209,20 +256,23 @@ mod tests {
     #[test]
     fn after_a_while_the_cache_is_believed_whatever_it_says() {
         let recent = RecentWrites::default();
-        recent.record("t/LimitRange".into(), Some("7".into()), json!({"v": 2}));
-        age(&recent, "t/LimitRange");
-        assert!(!recent.pending("t/"));
+        recent.record(k("t", "LimitRange", "x"), Some("7".into()), json!({"v": 2}));
+        age(&recent, &k("t", "LimitRange", "x"));
+        assert!(!recent.pending("t"));
         // e.g. deleted by someone right after we created it
-        assert_eq!(recent.current::<Value>("t/LimitRange", None, None), None);
+        assert_eq!(
+            recent.current::<Value>(&k("t", "LimitRange", "x"), None, None),
+            None
+        );
     }
 
     #[test]
     fn forgetting_a_tenant_drops_only_its_entries() {
         let recent = RecentWrites::default();
-        recent.record("a/Tenant/status".into(), None, json!(1));
-        recent.record("ab/Tenant/status".into(), None, json!(1));
-        recent.forget("a/");
-        assert!(!recent.pending("a/"));
-        assert!(recent.pending("ab/"));
+        recent.record(k("a", "Tenant", "status"), None, json!(1));
+        recent.record(k("ab", "Tenant", "status"), None, json!(1));
+        recent.forget("a");
+        assert!(!recent.pending("a"));
+        assert!(recent.pending("ab"));
     }
 }

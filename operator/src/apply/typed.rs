@@ -1,6 +1,7 @@
 //! Typed host objects of a tenant (its namespace, quota, LimitRange, owner RoleBinding,
+//! NetworkPolicy, and with a control plane the operator's RoleBinding and the control plane's
 //! NetworkPolicy): each created, or server-side applied, only when what the operator knows of it
-//! (the cache, or its own newer write) misses something desired.
+//! (the cache, or its own newer write, under its [`Key`]) misses something desired.
 
 use std::fmt::Debug;
 
@@ -11,7 +12,7 @@ use kube::{
 use serde::{Serialize, de::DeserializeOwned};
 use tracing::debug;
 
-use super::recent::RecentWrites;
+use super::recent::{Key, RecentWrites};
 use crate::{
     error::{Error, Result},
     names,
@@ -35,19 +36,17 @@ fn encode<K: Serialize>(o: &K) -> Result<serde_json::Value> {
 /// What we know of one host object: the cached one, or our own write if the cache has not
 /// caught up with it yet (see [`super::recent`]).
 pub struct Known<K> {
-    key: String,
+    key: Key,
     pub object: Option<K>,
 }
 
 impl<K> Known<K>
 where
-    K: Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Default,
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
-    /// The cached object, or our newer write. A tenant has one object of each kind, so the
-    /// tenant and the kind make the key.
-    pub fn of(tenant: &str, cached: Option<K>, recent: &RecentWrites) -> Self {
-        let key = format!("{tenant}/{}", K::kind(&K::DynamicType::default()));
+    /// The cached object, or our newer write, of the object `desired` names.
+    pub fn of(tenant: &str, desired: &K, cached: Option<K>, recent: &RecentWrites) -> Self {
+        let key = Key::of(tenant, desired);
         let seen = cached.as_ref().and_then(|o| o.resource_version());
         let object = recent.current(&key, seen.as_deref(), cached);
         Known { key, object }
@@ -67,20 +66,26 @@ where
 /// Creates or server-side applies `desired` unless what we know of it already says all of it;
 /// returns what is now on the host.
 pub async fn apply<K>(
-    api: &Api<K>,
+    api: Api<K>,
     desired: K,
     known: Known<K>,
     recent: &RecentWrites,
 ) -> Result<Option<K>>
 where
-    K: Resource + Serialize + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
-    K::DynamicType: Default,
+    K: Resource<DynamicType = ()>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let current = known.object.as_ref().map(encode).transpose()?;
     if !drift::needs_apply(&encode(&desired)?, current.as_ref()) {
         return Ok(known.object);
     }
-    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let kind = K::kind(&()).to_string();
     let name = desired.name_any();
     if known.object.is_none() {
         // Not there as far as we know: a create is cheaper for the API server than an apply. If

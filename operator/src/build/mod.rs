@@ -34,6 +34,7 @@ pub mod access;
 mod bounds;
 pub mod control_plane;
 mod control_plane_guard;
+pub mod desired;
 mod guards;
 mod placement;
 pub mod settings;

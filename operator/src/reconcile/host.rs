@@ -1,5 +1,6 @@
-//! The host objects of a tenant: built, and applied ([`crate::apply::typed`]) only where they
-//! are missing or drifted; then the quota given a moment to be enforced.
+//! The host objects of a tenant, as [`desired::of`](crate::build::desired::of) built them:
+//! applied ([`crate::apply::typed`]) only where they are missing or drifted; then the quota given
+//! a moment to be enforced.
 
 use std::{sync::Arc, time::Duration};
 
@@ -15,25 +16,26 @@ use super::{Context, Pass};
 use crate::apply::typed::{Known, apply, create_params};
 use crate::{
     api::Tenant,
-    build::{self, settings::HostConfig},
+    build::{desired::DesiredState, settings::HostConfig},
     conditions::{self, Desired},
     error::Result,
     names, observe,
 };
 
-pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) -> Result<Pass> {
+pub async fn ensure(tenant: &Tenant, desired: &DesiredState, ctx: &Context) -> Result<Pass> {
+    let (host_config, wanted) = (&desired.config, &desired.host);
     let name = tenant.name_any();
     let ns = names::namespace(&name);
     let cached = ctx.caches.observe(&name);
     let cached_quota_version = cached.quota.as_ref().and_then(|q| q.resource_version());
     let client = &ctx.client;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let desired_ns = build::namespace(tenant, host_config);
+    let desired_ns = wanted.namespace.clone();
 
     // The cache holds only namespaces with the tenant label, so a namespace of the same name
     // that is not ours is invisible to it. When we know of no namespace, create (not apply)
     // it: if it exists after all, read it and check whose it is before touching it.
-    let mut namespace = Known::of(&name, cached.namespace, &ctx.recent);
+    let mut namespace = Known::of(&name, &desired_ns, cached.namespace, &ctx.recent);
     if namespace.object.is_none() {
         namespace.object = match namespaces.create(&create_params(), &desired_ns).await {
             Ok(created) => Some(namespace.wrote(created, &ctx.recent)),
@@ -60,7 +62,7 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
         });
     }
     let mut host = observe::HostObjects {
-        namespace: apply(&namespaces, desired_ns, namespace, &ctx.recent).await?,
+        namespace: apply(namespaces.clone(), desired_ns, namespace, &ctx.recent).await?,
         ..observe::HostObjects::default()
     };
     let terminating = host
@@ -69,42 +71,41 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
         .is_some_and(|n| n.metadata.deletion_timestamp.is_some());
     if !terminating {
         // Independent objects: apply them concurrently.
-        let (quotas, limit_ranges, bindings, policies) = (
-            Api::namespaced(client.clone(), &ns),
-            Api::namespaced(client.clone(), &ns),
-            Api::namespaced(client.clone(), &ns),
-            Api::namespaced(client.clone(), &ns),
-        );
+        let known = &ctx.recent;
+        let (quota, limit_range) = (&wanted.quota, &wanted.limit_range);
+        let (binding, policy) = (&wanted.owner_binding, &wanted.network_policy);
         (
             host.quota,
             host.limit_range,
             host.owner_binding,
             host.network_policy,
+            (),
         ) = futures::try_join!(
             apply(
-                &quotas,
-                build::quota(tenant, host_config),
-                Known::of(&name, cached.quota, &ctx.recent),
-                &ctx.recent
+                Api::namespaced(client.clone(), &ns),
+                quota.clone(),
+                Known::of(&name, quota, cached.quota, known),
+                known
             ),
             apply(
-                &limit_ranges,
-                build::limit_range(tenant, host_config),
-                Known::of(&name, cached.limit_range, &ctx.recent),
-                &ctx.recent
+                Api::namespaced(client.clone(), &ns),
+                limit_range.clone(),
+                Known::of(&name, limit_range, cached.limit_range, known),
+                known
             ),
             apply(
-                &bindings,
-                build::owner_binding(tenant),
-                Known::of(&name, cached.owner_binding, &ctx.recent),
-                &ctx.recent
+                Api::namespaced(client.clone(), &ns),
+                binding.clone(),
+                Known::of(&name, binding, cached.owner_binding, known),
+                known
             ),
             apply(
-                &policies,
-                build::network_policy(tenant, host_config),
-                Known::of(&name, cached.network_policy, &ctx.recent),
-                &ctx.recent
+                Api::namespaced(client.clone(), &ns),
+                policy.clone(),
+                Known::of(&name, policy, cached.network_policy, known),
+                known
             ),
+            control_plane_access(&name, desired, ctx),
         )?;
     }
     // Only a quota written just now is worth waiting for: one that stays unenforced without a
@@ -124,6 +125,34 @@ pub async fn ensure(tenant: &Tenant, host_config: &HostConfig, ctx: &Context) ->
         connection: None,
         control_plane: None,
     })
+}
+
+/// The operator's own RoleBinding in the namespace and the control plane's path to the host's API
+/// server, when the tenant has a control plane: applied with the host objects, before the chart
+/// that needs them.
+async fn control_plane_access(tenant: &str, desired: &DesiredState, ctx: &Context) -> Result<()> {
+    let Some(cp) = &desired.control_plane else {
+        return Ok(());
+    };
+    let ns = names::namespace(tenant);
+    let (binding, policy) = (&cp.operator_binding, &cp.network_policy);
+    let cached_binding = super::get(&ctx.caches.owner_bindings, &ns, &binding.name_any());
+    let cached_policy = super::get(&ctx.caches.network_policies, &ns, &policy.name_any());
+    futures::try_join!(
+        apply(
+            Api::namespaced(ctx.client.clone(), &ns),
+            binding.clone(),
+            Known::of(tenant, binding, cached_binding, &ctx.recent),
+            &ctx.recent
+        ),
+        apply(
+            Api::namespaced(ctx.client.clone(), &ns),
+            policy.clone(),
+            Known::of(tenant, policy, cached_policy, &ctx.recent),
+            &ctx.recent
+        ),
+    )?;
+    Ok(())
 }
 
 /// How long a reconcile waits for the quota controller to compute a quota it just wrote.

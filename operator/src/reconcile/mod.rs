@@ -1,7 +1,8 @@
-//! The Tenant reconciler, one pass: `build` the control plane (the chart rendered, before
-//! anything is applied) → the finalizer and the host objects ([`host`]: read from the caches,
-//! built, applied where they drifted) → `provision` the control plane and the connection
-//! Secret → `record` the status (written only when it changed) and when to look again.
+//! The Tenant reconciler, one pass: `build` the tenant's whole desired state (the chart rendered,
+//! then [`desired::of`](crate::build::desired::of), before anything is applied) → the finalizer
+//! and the host objects ([`host`]: read from the caches, applied where they drifted) →
+//! `provision` the control plane and the connection Secret → `record` the status (written only
+//! when it changed) and when to look again.
 //! Teardown lives in [`teardown`].
 
 pub mod connection;
@@ -33,7 +34,10 @@ use tracing::{info, warn};
 
 use crate::{
     api::Tenant,
-    build::settings::HostConfig,
+    build::{
+        desired::{self, DesiredState},
+        settings::HostConfig,
+    },
     conditions,
     error::{Error, Result},
     metrics::Metrics,
@@ -77,14 +81,6 @@ impl Caches {
     /// The cached host objects of one tenant.
     pub fn observe(&self, tenant: &str) -> HostObjects {
         let ns = names::namespace(tenant);
-        fn get<K>(store: &Store<K>, ns: &str, name: &str) -> Option<K>
-        where
-            K: Resource<DynamicType = ()> + Clone + 'static,
-        {
-            store
-                .get(&ObjectRef::new(name).within(ns))
-                .map(|o| (*o).clone())
-        }
         HostObjects {
             namespace: self
                 .namespaces
@@ -96,6 +92,16 @@ impl Caches {
             network_policy: get(&self.network_policies, &ns, names::NETWORK_POLICY),
         }
     }
+}
+
+/// The cached object `name` of a tenant namespace `ns`.
+pub fn get<K>(store: &Store<K>, ns: &str, name: &str) -> Option<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .get(&ObjectRef::new(name).within(ns))
+        .map(|o| (*o).clone())
 }
 
 pub struct Context {
@@ -201,7 +207,7 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
             false => add_finalizer(&api, tenant, ctx).await,
         }
     };
-    let (finalized, host) = futures::join!(finalizer, host::ensure(tenant, &built.host, ctx));
+    let (finalized, host) = futures::join!(finalizer, host::ensure(tenant, &built.desired, ctx));
     finalized?;
     match provision(tenant, host, built, ctx).await {
         Ok(pass) => record(&api, tenant, &pass, ctx).await,
@@ -212,36 +218,27 @@ async fn reconcile_tenant(cached: &Tenant, ctx: &Context) -> Result<Action> {
     }
 }
 
-/// The control plane as built before anything is applied, and the host settings it implies.
+/// The tenant's whole desired state, built before anything is applied
+/// ([`desired::of`](crate::build::desired::of)).
 struct Built {
-    /// The platform's host settings, the quota grown by the control plane's footprint.
-    host: HostConfig,
-    /// The chart cannot be used until the platform fixes it (reason, message).
+    desired: DesiredState,
+    /// The chart cannot be used until the platform fixes it (reason, message): the host objects
+    /// are built without a control plane.
     chart_stalled: Option<(String, String)>,
-    control_plane: Option<control_plane::Build>,
 }
 
 async fn build(tenant: &Tenant, ctx: &Context) -> Result<Built> {
-    let Some(cp) = &ctx.control_plane else {
-        return Ok(Built {
-            host: ctx.host.clone(),
-            chart_stalled: None,
-            control_plane: None,
-        });
+    let (rendered, chart_stalled) = match &ctx.control_plane {
+        None => (None, None),
+        Some(cp) => match cp.render(tenant).await {
+            Ok(r) => (Some((cp.platform(), r)), None),
+            Err(e) if e.is_permanent() => (None, Some((e.reason().to_owned(), e.to_string()))),
+            Err(e) => return Err(e.into()),
+        },
     };
-    let defaults = crate::build::container_defaults(&ctx.host);
-    Ok(match cp.build(tenant, &defaults).await {
-        Ok(b) => Built {
-            host: ctx.host.with_footprint(b.footprint.clone()),
-            chart_stalled: None,
-            control_plane: Some(b),
-        },
-        Err(e) if e.is_permanent() => Built {
-            host: ctx.host.clone(),
-            chart_stalled: Some((e.reason().to_owned(), e.to_string())),
-            control_plane: None,
-        },
-        Err(e) => return Err(e.into()),
+    Ok(Built {
+        desired: desired::of(tenant, &ctx.host, rendered),
+        chart_stalled,
     })
 }
 
@@ -262,12 +259,12 @@ async fn provision(
         pass.stalled = built.chart_stalled;
         return Ok(pass);
     }
-    if let (Some(cp), Some(build)) = (&ctx.control_plane, built.control_plane) {
+    if let (Some(cp), Some(desired)) = (&ctx.control_plane, built.desired.control_plane) {
         let name = tenant.name_any();
         let statefulset = ctx.caches.statefulset(&name);
         let complete = statefulset.is_some() && ctx.caches.has_control_plane_service(&name);
         let progress = cp
-            .ensure(&ctx.client, tenant, build, statefulset.as_ref(), complete)
+            .ensure(&ctx.client, tenant, desired, statefulset.as_ref(), complete)
             .await?;
         pass.control_plane = Some(progress);
     }
@@ -292,7 +289,7 @@ async fn record(api: &Api<Tenant>, tenant: &Tenant, pass: &Pass, ctx: &Context) 
     let next = held_back.map_or(next, |d| next.min(d));
     // While our own writes are preferred to the caches, look again once the caches alone
     // decide, so a change someone made meanwhile is not missed.
-    let pending = ctx.recent.pending(&format!("{}/", tenant.name_any()));
+    let pending = ctx.recent.pending(&tenant.name_any());
     Ok(Action::requeue(if pending {
         next.min(recent::TRUST)
     } else {
@@ -322,12 +319,12 @@ async fn record_error(api: &Api<Tenant>, tenant: &Tenant, error: &Error, ctx: &C
     );
 }
 
-pub(crate) fn finalizers_key(tenant: &Tenant) -> String {
-    format!("{}/Tenant/finalizers", tenant.name_any())
+pub(crate) fn finalizers_key(tenant: &Tenant) -> recent::Key {
+    recent::Key::new(&tenant.name_any(), "Tenant", "finalizers")
 }
 
-pub(crate) fn status_key(tenant: &Tenant) -> String {
-    format!("{}/Tenant/status", tenant.name_any())
+pub(crate) fn status_key(tenant: &Tenant) -> recent::Key {
+    recent::Key::new(&tenant.name_any(), "Tenant", "status")
 }
 
 /// The cached Tenant with our own newer finalizer and status writes laid over it, so a
@@ -407,7 +404,7 @@ async fn remove_finalizer(api: &Api<Tenant>, tenant: &Tenant, ctx: &Context) -> 
         Err(kube::Error::Api(s)) if s.is_not_found() => {}
         Err(e) => return Err(e.into()),
     }
-    ctx.recent.forget(&format!("{}/", tenant.name_any()));
+    ctx.recent.forget(&tenant.name_any());
     info!(tenant = %tenant.name_any(), "teardown complete, finalizer removed");
     Ok(())
 }

@@ -128,8 +128,8 @@ where
                         changed.notify_waiters();
                     }
                     if let Some(tenant) = object.labels().get(names::TENANT_LABEL) {
-                        // The same key the reconciler records its write of this kind under.
-                        let key = format!("{tenant}/{}", K::kind(&()));
+                        // The same key the reconciler records its write of this object under.
+                        let key = crate::apply::recent::Key::of(tenant, &object);
                         let version = object.resource_version();
                         if watching
                             .echoes_of

@@ -3,26 +3,21 @@
 //! at the tenant's public host, and a kubeconfig whose credential the operator issues, checks
 //! and renews.
 //!
-//! [`ControlPlane::build`] yields the whole desired state (rendered chart, route, footprint)
-//! before anything is applied; [`ControlPlane::ensure`] applies it and observes the result.
+//! [`ControlPlane::render`] renders the chart, from which
+//! [`desired::of`](crate::build::desired::of) builds the control plane's whole desired state
+//! before anything is applied; [`ControlPlane::ensure`] applies that and observes the result.
 
 pub mod credential;
 pub mod teardown;
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     sync::Mutex,
     time::{Duration, Instant},
 };
 
 use k8s_openapi::{
-    api::{
-        apps::v1::StatefulSet,
-        core::v1::Secret,
-        networking::v1::NetworkPolicy,
-        rbac::v1::{RoleBinding, Subject},
-    },
-    apimachinery::pkg::api::resource::Quantity,
+    api::{apps::v1::StatefulSet, core::v1::Secret, rbac::v1::Subject},
     jiff::Timestamp,
 };
 use kube::{
@@ -38,8 +33,9 @@ use crate::{
 };
 use crate::{
     apply::dynamic as apply,
-    build::control_plane::{
-        VclusterSettings, apps, footprint, network, route, self_binding, values,
+    build::{
+        control_plane::{VclusterSettings, apps, network, values},
+        desired,
     },
     helm as chart,
     names::control_plane as names,
@@ -51,17 +47,6 @@ use conditions::API_REACHABLE;
 /// How soon to look again while the control plane comes up: most steps (the admin Secret, the
 /// route's status) have no watch of ours.
 const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
-
-/// The whole desired state of a tenant's control plane, built before anything is applied.
-pub struct Build {
-    pub objects: Vec<DynamicObject>,
-    pub route: DynamicObject,
-    /// The apps Gateway and its Certificate (empty without apps settings).
-    pub apps: Vec<DynamicObject>,
-    /// What the control plane takes from the namespace's quota.
-    pub footprint: BTreeMap<String, Quantity>,
-    pub digest: String,
-}
 
 /// How far the control plane is, as applying and observing it found.
 #[derive(Default)]
@@ -125,12 +110,22 @@ impl ControlPlane {
         crate::names::api_host(tenant, &self.base_domain)
     }
 
-    /// Renders the chart for `tenant` and builds the route: nothing is applied.
-    pub async fn build(
+    /// What the platform gives every tenant's control plane, for
+    /// [`desired::of`](crate::build::desired::of).
+    pub fn platform(&self) -> desired::Platform<'_> {
+        desired::Platform {
+            settings: &self.settings,
+            operator: &self.operator,
+            api_server: &self.api_server,
+            base_domain: &self.base_domain,
+        }
+    }
+
+    /// Renders the chart for `tenant` (helm, the one subprocess): nothing is applied.
+    pub async fn render(
         &self,
         tenant: &Tenant,
-        container_defaults: &k8s_openapi::api::core::v1::LimitRangeItem,
-    ) -> std::result::Result<Build, chart::ChartError> {
+    ) -> std::result::Result<desired::Rendered, chart::ChartError> {
         let name = tenant.name_any();
         let ns = crate::names::namespace(&name);
         let values =
@@ -140,20 +135,7 @@ impl ControlPlane {
             .render(&self.settings, &name, &ns, &self.kube_version, &values)
             .await?;
         let digest = self.renderer.verify(&self.settings).await?;
-        let apps = match &self.settings.apps {
-            Some(a) => vec![
-                apps::certificate(&name, &self.base_domain, a),
-                apps::gateway(&name, &self.base_domain, a),
-            ],
-            None => vec![],
-        };
-        Ok(Build {
-            footprint: footprint::of(&objects, container_defaults),
-            route: route::api_route(&name, &self.api_host(&name), &self.settings.api_gateway),
-            apps,
-            objects,
-            digest,
-        })
+        Ok(desired::Rendered { objects, digest })
     }
 
     /// Applies the built state and reports, one condition per step, how far the control plane
@@ -163,7 +145,7 @@ impl ControlPlane {
         &self,
         client: &Client,
         tenant: &Tenant,
-        build: Build,
+        desired: desired::ControlPlane,
         statefulset: Option<&StatefulSet>,
         // Whether the watched objects (StatefulSet, Service) are all there.
         complete: bool,
@@ -188,9 +170,10 @@ impl ControlPlane {
         // the apps objects.
         let inventory = previous.map(|p| p.objects.clone()).unwrap_or_default();
         let objects = self
-            .apply_chart(client, &name, build.objects, &inventory, complete)
+            .apply_chart(client, &name, desired.chart, &inventory, complete)
             .await?;
-        let exposure: Vec<DynamicObject> = std::iter::once(build.route).chain(build.apps).collect();
+        let exposure: Vec<DynamicObject> =
+            std::iter::once(desired.route).chain(desired.apps).collect();
         let mut live = self.expose(client, &name, exposure).await?.into_iter();
         let (route, certificate, gateway) = (live.next(), live.next(), live.next());
         let mut progress = Progress {
@@ -200,9 +183,9 @@ impl ControlPlane {
             }),
             status: Some(ControlPlaneStatus {
                 chart_version: Some(self.settings.chart_version.clone()),
-                chart_digest: Some(build.digest),
+                chart_digest: Some(desired.digest),
                 kubernetes_version: previous.and_then(|p| p.kubernetes_version.clone()),
-                footprint: build.footprint,
+                footprint: desired.footprint,
                 objects,
             }),
             ..Progress::default()
@@ -254,7 +237,8 @@ impl ControlPlane {
     }
 
     /// Applies the rendered chart under the inventory `previous` (what the status says the last
-    /// apply left) and prunes what it no longer has, by the inventory and then by label (the
+    /// apply left; the operator's own access to the namespace went out with the host objects), and
+    /// prunes what it no longer has, by the inventory and then by label (the
     /// sweep); returns the new inventory. Whether it was applied lately is kept in memory (a
     /// restarted operator applies everything once): a converged tenant costs no write until the
     /// resync period (`--resync`) has passed.
@@ -273,19 +257,6 @@ impl ControlPlane {
             None => true,
         };
         if stale || !complete || previous != plan.inventory {
-            // First the operator's own rights in the namespace, then what needs them.
-            let ns = crate::names::namespace(name);
-            let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
-            let binding = self_binding(name, &self.operator);
-            let params = PatchParams::apply(crate::names::CHILD_FIELD_MANAGER).force();
-            bindings
-                .patch(names::OPERATOR_BINDING, &params, &Patch::Apply(&binding))
-                .await?;
-            let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
-            let policy = network::policy(name, &self.api_server);
-            policies
-                .patch(names::CONTROL_PLANE_POLICY, &params, &Patch::Apply(&policy))
-                .await?;
             apply::apply_all(client, &self.kinds, &plan).await?;
             apply::prune(client, &self.kinds, name, &plan).await?;
             apply::sweep(client, &self.kinds, name, &plan).await?;
@@ -317,22 +288,6 @@ impl ControlPlane {
             e.insert(name.to_owned(), (Instant::now(), wanted));
         }
         Ok(live)
-    }
-
-    async fn route_api(&self, client: &Client, ns: &str) -> Result<Api<DynamicObject>> {
-        self.api(client, ns, (route::GROUP, route::VERSION, route::KIND))
-            .await
-    }
-
-    async fn api(
-        &self,
-        client: &Client,
-        ns: &str,
-        (group, version, kind): apps::Gvk,
-    ) -> Result<Api<DynamicObject>> {
-        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-        let (resource, _) = self.kinds.resolve(client, &gvk).await?;
-        Ok(Api::namespaced_with(client.clone(), ns, &resource))
     }
 
     /// Issues (or renews) the kubeconfig's credential when needed, and checks it with a request

@@ -1,12 +1,8 @@
-//! Teardown of the control plane, ahead of the namespace: the route first (the public host
-//! stops answering), then the apps listener, its certificate and the certificate's Secret (the
-//! apps hosts stop answering), then the vCluster and its volume claims, then what the chart made
-//! outside the namespace. The volumes themselves are checked after the namespace is gone.
+//! Teardown of the control plane, ahead of the namespace: the steps of [`removal::control_plane`]
+//! carried out one after another, each waited for where the plan says so. The volumes themselves
+//! are checked after the namespace is gone.
 
-use k8s_openapi::api::{
-    apps::v1::StatefulSet,
-    core::v1::{PersistentVolume, PersistentVolumeClaim, Secret},
-};
+use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, DynamicObject, ListParams},
@@ -15,91 +11,83 @@ use kube::{
 use super::ControlPlane;
 use crate::{api::Tenant, error::Result};
 use crate::{
-    apply::{dynamic as apply, plan},
-    build::control_plane::apps,
-    names::control_plane as names,
+    apply::{dynamic as apply, plan, removal},
+    error::Error,
 };
 
 impl ControlPlane {
-    /// Deletes the tenant's route, vCluster, its claims and cluster-scoped objects. Returns what
-    /// still blocks the teardown (reason, message), if anything.
+    /// Deletes the tenant's route, apps listener, vCluster, its claims and cluster-scoped
+    /// objects, step by step. Returns what still blocks the teardown (reason, message), if
+    /// anything.
     pub async fn remove(
         &self,
         client: &Client,
         tenant: &Tenant,
     ) -> Result<Option<(String, String)>> {
         let name = tenant.name_any();
-        let ns = crate::names::namespace(&name);
-        let routes: Api<DynamicObject> = self.route_api(client, &ns).await?;
-        if routes.get_opt(names::API_ROUTE).await?.is_some() {
-            delete(&routes, names::API_ROUTE).await?;
-            return Ok(Some((
-                "RemovingRoute".into(),
-                format!("TLSRoute {ns}/{} is being deleted", names::API_ROUTE),
-            )));
-        }
-        if let Some(blocked) = self.remove_apps(client, &ns).await? {
-            return Ok(Some(blocked));
-        }
-        let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-        if sets.get_opt(names::RELEASE).await?.is_some() {
-            delete(&sets, names::RELEASE).await?;
-        }
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
-        for claim in claims
-            .list(&ListParams::default().labels("app=vcluster"))
-            .await?
-        {
-            if claim.metadata.deletion_timestamp.is_none() {
-                delete(&claims, &claim.name_any()).await?;
-            }
-        }
-        // Cluster-scoped objects of the inventory (none with the default values; the chart
-        // renders ClusterRoles for some syncs). The namespace takes the namespaced ones.
         let inventory = tenant
             .status
             .as_ref()
             .and_then(|s| s.control_plane.as_ref())
             .map(|c| c.objects.clone())
             .unwrap_or_default();
-        for entry in inventory
-            .iter()
-            .filter(|e| plan::is_cluster_scoped_entry(e))
-        {
-            apply::delete_entry(client, self.kinds(), &name, entry).await?;
+        let apps = self.settings.apps.is_some();
+        for step in removal::control_plane(&name, &inventory, apps) {
+            let mut left = vec![];
+            for entry in &step.objects {
+                if self.delete(client, &name, entry).await? {
+                    left.push(shown(entry));
+                }
+            }
+            for (gvk, selector) in &step.labelled {
+                let (resource, _) = self.kinds().resolve(client, gvk).await?;
+                let ns = crate::names::namespace(&name);
+                let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
+                for o in api.list(&ListParams::default().labels(selector)).await? {
+                    if o.metadata.deletion_timestamp.is_none() {
+                        delete(&api, &o.name_any()).await?;
+                    }
+                }
+            }
+            if let (Some(reason), false) = (step.waits, left.is_empty()) {
+                return Ok(Some((
+                    reason.to_owned(),
+                    format!("{} being deleted", left.join(", ")),
+                )));
+            }
         }
         Ok(None)
     }
 
-    /// Deletes the apps Gateway, the Certificate and its Secret (cert-manager does not delete
-    /// the Secret with the Certificate); blocked until none of them is left.
-    async fn remove_apps(&self, client: &Client, ns: &str) -> Result<Option<(String, String)>> {
-        if self.settings.apps.is_none() {
-            return Ok(None);
+    /// Deletes one object of the plan; whether it was there. Anything in the tenant's namespace
+    /// may go (the namespace goes next); a cluster-scoped object only with the tenant's label.
+    async fn delete(&self, client: &Client, tenant: &str, entry: &str) -> Result<bool> {
+        if plan::is_cluster_scoped_entry(entry) {
+            return apply::delete_entry(client, self.kinds(), tenant, entry).await;
         }
-        let mut left = vec![];
-        let exposure = [
-            (apps::GATEWAY, names::APPS_GATEWAY),
-            (apps::CERTIFICATE, names::APPS_CERTIFICATE),
-        ];
-        for (gvk, name) in exposure {
-            let api = self.api(client, ns, gvk).await?;
-            if api.get_opt(name).await?.is_some() {
-                delete(&api, name).await?;
-                left.push(format!("{} {ns}/{name}", gvk.2));
-            }
+        let Some((gvk, ns, name)) = plan::parse_entry(entry) else {
+            return Ok(false);
+        };
+        let resource = match self.kinds().resolve(client, &gvk).await {
+            Ok((resource, _)) => resource,
+            // The kind itself is gone (its CRD removed): nothing of it can be left.
+            Err(Error::KubeApi(kube::Error::Discovery(_))) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
+        if api.get_opt(&name).await?.is_none() {
+            return Ok(false);
         }
-        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-        if secrets.get_opt(names::APPS_CERTIFICATE).await?.is_some() {
-            delete(&secrets, names::APPS_CERTIFICATE).await?;
-            left.push(format!("Secret {ns}/{}", names::APPS_CERTIFICATE));
-        }
-        Ok((!left.is_empty()).then(|| {
-            (
-                "RemovingAppsListener".to_owned(),
-                format!("{} being deleted", left.join(", ")),
-            )
-        }))
+        delete(&api, &name).await?;
+        Ok(true)
+    }
+}
+
+/// An entry as a person reads it: `Kind namespace/name`.
+fn shown(entry: &str) -> String {
+    match plan::parse_entry(entry) {
+        Some((gvk, ns, name)) => format!("{} {ns}/{name}", gvk.kind),
+        None => entry.to_owned(),
     }
 }
 
