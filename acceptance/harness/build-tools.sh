@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real cluster binaries from the pinned Go modules under acceptance/tools/, and caches
 # them under ~/.cache/kubespaces/<component>/<version>-<go version>-<hash of pins and flags>/:
-#   control plane  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok
+#   control plane  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd
 #   node           kubelet, kube-proxy (same k8s build), containerd + shim + ctr, CoreDNS (only
 #                  the plugins cluster DNS needs), kube-router (NetworkPolicy), mkimage + pause
 #                  (the harness's image builder and the pod sandbox's pause process), tlsserver
@@ -11,14 +11,15 @@
 #                  from a project-owned main over the pinned module's public packages: SelfSigned
 #                  and CA issuers, no ACME; acceptance/tools/cert-manager) with its CRDs
 #                  (cert-manager-crds/, the module's deploy/crds)
-# Also assembles kwok's stage file (kwok-stages.yaml) from the pinned kwok module: the kwok binary
-# has no built-in stages.
 # Prints the directory holding everything (a directory of symlinks) on stdout; logs go to stderr.
 # Concurrent runs (make up and make test at once) are serialised by a lock: never two Go builds.
 #
 # Usage: build-tools.sh [--with EXTRA]... [--all]
 # Extras are built (and cached the same way) only when asked for, and symlinked next to the
 # control-plane binaries:
+#   kwok           kwok (acceptance/tools/kwok), the fake node of kwok clusters (benchmarks:
+#                  KUBESPACES_NODES=kwok), with its stage file (kwok-stages.yaml) assembled from the
+#                  pinned module (the binary has no built-in stages); test clusters need none of it
 #   vcluster       the vCluster OSS syncer (acceptance/tools/vcluster) and kine (acceptance/tools/kine),
 #                  for the images a vCluster runs from (images.sh vcluster)
 #   tofu           OpenTofu (acceptance/tools/tofu), for the provider's acceptance tests
@@ -40,8 +41,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(tofu tf-kubectl helm health-check crossplane vcluster dex); shift ;;
-    *) echo "usage: build-tools.sh [--with tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(kwok tofu tf-kubectl helm health-check crossplane vcluster dex); shift ;;
+    *) echo "usage: build-tools.sh [--with kwok|tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -103,7 +104,6 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   K8S_LD+=" -X $p.gitVersion=$K8S_V -X $p.gitMajor=1 -X $p.gitMinor=$K8S_MINOR -X $p.gitTreeState=clean"
 done
 ETCD_V=$(modversion go.etcd.io/etcd/server/v3 "$TOOLS/etcd")
-KWOK_V=$(modversion sigs.k8s.io/kwok "$TOOLS/kwok")
 
 CONTAINERD_V=$(modversion github.com/containerd/containerd/v2 "$TOOLS/containerd")
 COREDNS_V=$(modversion github.com/coredns/coredns "$TOOLS/coredns")
@@ -111,7 +111,6 @@ KROUTER_V=$(modversion github.com/cloudnativelabs/kube-router/v2 "$TOOLS/kube-ro
 GGCR_V=$(modversion github.com/google/go-containerregistry "$TOOLS/images")
 
 ETCD_DIR=$(build_cached etcd "$ETCD_V" "$TOOLS/etcd" "-s -w" go.etcd.io/etcd/server/v3)
-KWOK_DIR=$(build_cached kwok "$KWOK_V" "$TOOLS/kwok" "-s -w" sigs.k8s.io/kwok/cmd/kwok)
 K8S_DIR=$(build_cached k8s "$K8S_V" "$TOOLS/k8s" "$K8S_LD" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
@@ -191,24 +190,6 @@ if [ ! -f "$CM_CRDS/.complete" ]; then
   rm -rf "$CM_CRDS"; mv "$tmp" "$CM_CRDS"
 fi
 
-# kwok's stages, from the same pinned module as the binary (kept next to it in the cache):
-# node initialize + lease heartbeat (kwokctl's defaults), fast pod ready/complete/delete, and the
-# volume stages that provision/bind/release PVs for PVCs of the `kwok-volume` StorageClass.
-STAGES="$KWOK_DIR/kwok-stages.yaml"
-if [ ! -s "$STAGES" ]; then
-  kwok_mod=$(cd "$TOOLS/kwok" && go mod download sigs.k8s.io/kwok >&2 && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-  tmp=$(mktemp "$STAGES.tmp.XXXXXX")
-  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml \
-           volume/fast/pvc-provision.yaml volume/fast/pv-bind.yaml volume/fast/pvc-delete.yaml \
-           volume/fast/pv-delete.yaml; do
-    echo '---'
-    cat "$kwok_mod/kustomize/stage/$f"
-  done >"$tmp"
-  chmod 644 "$tmp"
-  mv "$tmp" "$STAGES"
-fi
-
 # One symlink dir per combination of builds, so a checkout with other pins (or a rebuild) never
 # swaps binaries under a cluster that is running from an older combination.
 # (Older versions of this script put the symlinks straight into $CACHE/bin: drop those.)
@@ -216,10 +197,10 @@ find "$CACHE/bin" -maxdepth 1 -type l -delete 2>/dev/null || true
 NODE_DIRS="$CONTAINERD_DIR $COREDNS_DIR $KROUTER_DIR $IMAGES_DIR $LPP_DIR"
 NODE_DIRS+=" $TRAEFIK_DIR $GWAPI_DIR"   # the Gateway (Traefik, Gateway API CRDs)
 NODE_DIRS+=" $CM_DIR $CM_CRDS"          # cert-manager (controller, CRDs)
-BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $KWOK_DIR $NODE_DIRS" | sha256sum | cut -c1-12)"
+BIN="$CACHE/bin/$(echo "$K8S_DIR $ETCD_DIR $NODE_DIRS" | sha256sum | cut -c1-12)"
 mkdir -p "$BIN"
 for f in "$K8S_DIR"/kube-apiserver "$K8S_DIR"/kube-controller-manager "$K8S_DIR"/kube-scheduler \
-         "$K8S_DIR"/kubectl "$K8S_DIR"/kubelet "$K8S_DIR"/kube-proxy "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$STAGES" \
+         "$K8S_DIR"/kubectl "$K8S_DIR"/kubelet "$K8S_DIR"/kube-proxy "$ETCD_DIR"/etcd \
          "$CONTAINERD_DIR"/containerd "$CONTAINERD_DIR"/containerd-shim-runc-v2 "$CONTAINERD_DIR"/ctr \
          "$COREDNS_DIR"/coredns "$KROUTER_DIR"/kube-router "$IMAGES_DIR"/mkimage "$IMAGES_DIR"/pause \
          "$LPP_DIR"/local-path-provisioner; do
@@ -239,6 +220,28 @@ ln -sfn "$CM_CRDS" "$BIN/cert-manager-crds"
 # their symlinks are (re)pointed in place.
 for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
   case $extra in
+    kwok)
+      KWOK_V=$(modversion sigs.k8s.io/kwok "$TOOLS/kwok")
+      KWOK_DIR=$(build_cached kwok "$KWOK_V" "$TOOLS/kwok" "-s -w" sigs.k8s.io/kwok/cmd/kwok)
+      # kwok's stages, from the same pinned module as the binary (kept next to it in the cache):
+      # node initialize + lease heartbeat (kwokctl's defaults), fast pod ready/complete/delete, and the
+      # volume stages that provision/bind/release PVs for PVCs of the `kwok-volume` StorageClass.
+      STAGES="$KWOK_DIR/kwok-stages.yaml"
+      if [ ! -s "$STAGES" ]; then
+        kwok_mod=$(cd "$TOOLS/kwok" && go mod download sigs.k8s.io/kwok >&2 && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+        tmp=$(mktemp "$STAGES.tmp.XXXXXX")
+        for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+                 pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml \
+                 volume/fast/pvc-provision.yaml volume/fast/pv-bind.yaml volume/fast/pvc-delete.yaml \
+                 volume/fast/pv-delete.yaml; do
+          echo '---'
+          cat "$kwok_mod/kustomize/stage/$f"
+        done >"$tmp"
+        chmod 644 "$tmp"
+        mv "$tmp" "$STAGES"
+      fi
+      ln -sfn "$KWOK_DIR/kwok" "$BIN/kwok"
+      ln -sfn "$STAGES" "$BIN/kwok-stages.yaml" ;;
     vcluster)
       # The vCluster OSS syncer (acceptance/tools/vcluster: its go.sum is the module's own, since
       # some of its pins are not in the checksum database). Deliberately not version-stamped: the

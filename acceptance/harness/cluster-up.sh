@@ -71,11 +71,16 @@ fi
 BIN=${KUBESPACES_BIN:-}
 if [ -z "$BIN" ]; then
   ensure_go
-  BIN=$("$HARNESS_DIR/build-tools.sh")
+  if $KWOK; then BIN=$("$HARNESS_DIR/build-tools.sh" --with kwok); else BIN=$("$HARNESS_DIR/build-tools.sh"); fi
 fi
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages.yaml; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   [ -e "$BIN/$b" ] || die "missing $BIN/$b (run acceptance/harness/build-tools.sh)"
 done
+if $KWOK; then
+  for b in kwok kwok-stages.yaml; do
+    [ -e "$BIN/$b" ] || die "missing $BIN/$b (run acceptance/harness/build-tools.sh --with kwok)"
+  done
+fi
 K="$BIN/kubectl"
 
 # Fresh state, but keep the directory itself (it may hold the lock and the caller's files) and the

@@ -328,6 +328,7 @@ bench_cluster() {
       fi
     done
   fi
+  case ",$nodes," in *,kwok,*) tools+=(--with kwok) ;; esac
   BIN=$("$HARNESS_DIR/build-tools.sh" "${tools[@]}")
   export KUBESPACES_BIN="$BIN"
   if $crds; then

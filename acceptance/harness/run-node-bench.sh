@@ -20,7 +20,7 @@ ROUNDS=3
 ensure_runtime_tools
 ensure_node_tools
 ensure_go
-BIN=$("$HARNESS_DIR/build-tools.sh")
+BIN=$("$HARNESS_DIR/build-tools.sh" --with kwok)
 export KUBESPACES_BIN="$BIN"
 mkdir -p "$STATE"
 RESULTS=$(mktemp)
