@@ -174,10 +174,12 @@ async fn create_timeout_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
     )
     .await;
 
+    // Long enough for the operator's first pass to record why (under load it waits for a helm
+    // render slot first: 5 s was sometimes too short for that), far shorter than a Ready.
     ws.write(&tenant_tf_with(
         &name,
         "1",
-        "  timeouts {\n    create = \"5s\"\n  }\n",
+        "  timeouts {\n    create = \"20s\"\n  }\n",
     ));
     let out = ws.run(&["apply", "-auto-approve"]);
     assert_eq!(out.status.code(), Some(1));
@@ -186,7 +188,7 @@ async fn create_timeout_leaves_a_tainted_tenant_that_the_next_apply_replaces() {
         stderr.contains(&format!("Timed out waiting for tenant \"{name}\"")),
         "{stderr}"
     );
-    assert!(stderr.contains("Not Ready after 5s"), "{stderr}");
+    assert!(stderr.contains("Not Ready after 20s"), "{stderr}");
     assert!(
         stderr.contains(HOLD_MESSAGE),
         "the error gives the operator's reason: {stderr}"
