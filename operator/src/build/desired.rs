@@ -146,27 +146,34 @@ mod tests {
         t
     }
 
-    fn settings(apps: bool) -> VclusterSettings {
-        VclusterSettings {
-            chart: "c.tgz".into(),
-            chart_version: "0.36.1".into(),
-            chart_digest: "sha256:00".into(),
-            values: vec![],
-            helm: "helm".into(),
-            api_gateway: crate::build::control_plane::settings::ParentRef {
-                namespace: "gw".into(),
-                name: "g".into(),
-                section: "api".into(),
-            },
-            gateway_address: None,
-            storage_class: None,
-            credential_lifetime: std::time::Duration::from_secs(86400),
+    const OPERATOR: &str = "system:serviceaccount:kubespaces-system:kubespaces-operator";
+
+    /// The desired state of `tenant()` with a control plane rendered as [`rendered`].
+    fn with_control_plane(apps: bool) -> DesiredState {
+        let settings = VclusterSettings {
             apps: apps.then(|| AppsSettings {
                 gateway_class: "apps".into(),
                 cluster_issuer: "ca".into(),
                 port: 8443,
             }),
-        }
+            ..VclusterSettings::for_tests()
+        };
+        let operator = subject_of(OPERATOR);
+        let api_server = network::ApiServer {
+            addresses: vec!["10.250.0.1".into()],
+            ports: vec![6443],
+        };
+        let platform = Platform {
+            settings: &settings,
+            operator: &operator,
+            api_server: &api_server,
+            base_domain: "example.com",
+        };
+        of(
+            &tenant(),
+            &HostConfig::default(),
+            Some((platform, rendered())),
+        )
     }
 
     /// A chart of one StatefulSet asking for 1 CPU, 1Gi and a 2Gi volume.
@@ -219,23 +226,7 @@ mod tests {
 
     #[test]
     fn the_quota_grows_once_by_what_the_rendered_control_plane_takes() {
-        let operator = subject_of("system:serviceaccount:kubespaces-system:kubespaces-operator");
-        let api_server = network::ApiServer {
-            addresses: vec!["10.250.0.1".into()],
-            ports: vec![6443],
-        };
-        let settings = settings(false);
-        let platform = Platform {
-            settings: &settings,
-            operator: &operator,
-            api_server: &api_server,
-            base_domain: "example.com",
-        };
-        let d = of(
-            &tenant(),
-            &HostConfig::default(),
-            Some((platform, rendered())),
-        );
+        let d = with_control_plane(false);
         assert_eq!(
             hard(&d)["requests.cpu"].0,
             "9000m",
@@ -251,7 +242,7 @@ mod tests {
         assert!(cp.apps.is_empty(), "no apps settings, no apps objects");
         assert_eq!(
             cp.operator_binding.subjects.as_deref(),
-            Some(std::slice::from_ref(&operator))
+            Some(std::slice::from_ref(&subject_of(OPERATOR)))
         );
         assert_eq!(
             cp.route.data["spec"]["hostnames"],
@@ -269,20 +260,7 @@ mod tests {
 
     #[test]
     fn apps_settings_add_the_apps_gateway_and_its_certificate() {
-        let operator = subject_of("operator");
-        let api_server = network::ApiServer::default();
-        let settings = settings(true);
-        let platform = Platform {
-            settings: &settings,
-            operator: &operator,
-            api_server: &api_server,
-            base_domain: "example.com",
-        };
-        let d = of(
-            &tenant(),
-            &HostConfig::default(),
-            Some((platform, rendered())),
-        );
+        let d = with_control_plane(true);
         let kinds: Vec<String> = d
             .control_plane
             .expect("a control plane")

@@ -115,6 +115,29 @@ pub struct VclusterSettings {
     pub apps: Option<AppsSettings>,
 }
 
+#[cfg(test)]
+impl VclusterSettings {
+    /// Settings for unit tests: a pinned chart, a Gateway, no apps exposure.
+    pub fn for_tests() -> Self {
+        VclusterSettings {
+            chart: "c.tgz".into(),
+            chart_version: "0.36.1".into(),
+            chart_digest: "sha256:00".into(),
+            values: vec![],
+            helm: "helm".into(),
+            api_gateway: ParentRef {
+                namespace: "gw".into(),
+                name: "g".into(),
+                section: "api".into(),
+            },
+            gateway_address: None,
+            storage_class: Some("local-path".into()),
+            credential_lifetime: Duration::from_secs(86400),
+            apps: None,
+        }
+    }
+}
+
 impl ControlPlaneConfig {
     /// The vcluster settings, or None for `--control-plane=none`; an error names the missing
     /// flag.

@@ -113,22 +113,7 @@ mod tests {
     use super::*;
 
     fn settings() -> VclusterSettings {
-        VclusterSettings {
-            chart: "c.tgz".into(),
-            chart_version: "0.36.1".into(),
-            chart_digest: "sha256:00".into(),
-            values: vec![],
-            helm: "helm".into(),
-            api_gateway: super::super::settings::ParentRef {
-                namespace: "gw".into(),
-                name: "g".into(),
-                section: "api".into(),
-            },
-            gateway_address: None,
-            storage_class: Some("local-path".into()),
-            credential_lifetime: std::time::Duration::from_secs(86400),
-            apps: None,
-        }
+        VclusterSettings::for_tests()
     }
 
     #[test]
