@@ -17,7 +17,7 @@ pub struct Step {
     /// this reason; a step without one deletes and goes on.
     pub waits: Option<&'static str>,
     /// Inventory entries ([`super::plan::entry`]): namespaced ones in the tenant's namespace, or
-    /// cluster-scoped ones.
+    /// cluster-scoped ones; each deleted only if it carries the tenant's label.
     pub objects: Vec<String>,
     /// Objects others made from ours, in the tenant's namespace, by label selector: the volume
     /// claims of the StatefulSet.
@@ -29,11 +29,8 @@ pub struct Step {
 pub fn control_plane(tenant: &str, inventory: &[String], apps: bool) -> Vec<Step> {
     let ns = crate::names::namespace(tenant);
     let named = |(group, version, kind): apps::Gvk, name: &str| {
-        let api_version = match group {
-            "" => version.to_owned(),
-            g => format!("{g}/{version}"),
-        };
-        entry_of(&api_version, kind, &ns, name)
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        entry_of(&gvk.api_version(), kind, &ns, name)
     };
     let mut steps = vec![Step {
         waits: Some("RemovingRoute"),

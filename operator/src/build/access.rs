@@ -86,19 +86,19 @@ pub const CONTROLLER: &[Access] = &[
         "",
         "resourcequotas",
         &["list", "watch", "create", "patch"],
-        "controller: watch; host::apply: create, else server-side apply",
+        "controller: watch; apply::typed: create, else server-side apply",
     ),
     access(
         "",
         "limitranges",
         &["list", "watch", "create", "patch"],
-        "controller: watch; host::apply: create, else server-side apply",
+        "controller: watch; apply::typed: create, else server-side apply",
     ),
     access(
         "rbac.authorization.k8s.io",
         "rolebindings",
         &["list", "watch", "create", "patch"],
-        "controller: watch; host::apply: create, else server-side apply",
+        "controller: watch; apply::typed: create, else server-side apply",
     ),
     Access {
         group: "rbac.authorization.k8s.io",
@@ -179,7 +179,7 @@ pub const CONTROLLER: &[Access] = &[
         "networking.k8s.io",
         "networkpolicies",
         &["list", "watch", "create", "patch"],
-        "controller: watch; host::apply: create, else server-side apply",
+        "controller: watch; apply::typed: create, else server-side apply",
     ),
     Access {
         group: "",
@@ -373,7 +373,7 @@ pub const CONTROL_PLANE: &[Access] = &[
         "networking.k8s.io",
         "networkpolicies",
         &["get", "create", "patch", "delete"],
-        "control_plane::network: the control plane's egress to the host API server",
+        "apply::dynamic: the chart's NetworkPolicies (server-side apply; prune; sweep)",
     ),
     access(
         "policy",
@@ -579,7 +579,7 @@ mod tests {
     }
 
     /// Every kind the controller watches (its caches and the Tenant watch in `controller`) can
-    /// be listed and watched, and every kind `reconcile::host::apply` writes can be created and
+    /// be listed and watched, and every kind `apply::typed` writes can be created and
     /// server-side applied.
     #[test]
     fn every_kind_the_controller_uses_has_a_line() {
