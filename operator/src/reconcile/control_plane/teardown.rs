@@ -9,13 +9,15 @@ use kube::{
 };
 
 use super::ControlPlane;
-use crate::apply::{dynamic as apply, plan, removal};
 use crate::{api::Tenant, error::Result};
+use crate::{
+    apply::{dynamic as apply, plan, removal},
+    error::Error,
+};
 
 impl ControlPlane {
     /// Deletes the tenant's route, apps listener, vCluster, its claims and cluster-scoped
-    /// objects, step by step, each as the prune does ([`apply::delete_entry`]: only an object
-    /// with the tenant's label). Returns what still blocks the teardown (reason, message), if
+    /// objects, step by step. Returns what still blocks the teardown (reason, message), if
     /// anything.
     pub async fn remove(
         &self,
@@ -33,7 +35,7 @@ impl ControlPlane {
         for step in removal::control_plane(&name, &inventory, apps) {
             let mut left = vec![];
             for entry in &step.objects {
-                if apply::delete_entry(client, self.kinds(), &name, entry).await? {
+                if self.delete(client, &name, entry).await? {
                     left.push(shown(entry));
                 }
             }
@@ -55,6 +57,29 @@ impl ControlPlane {
             }
         }
         Ok(None)
+    }
+
+    /// Deletes one object of the plan; whether it was there. Anything in the tenant's namespace
+    /// may go (the namespace goes next); a cluster-scoped object only with the tenant's label.
+    async fn delete(&self, client: &Client, tenant: &str, entry: &str) -> Result<bool> {
+        if plan::is_cluster_scoped_entry(entry) {
+            return apply::delete_entry(client, self.kinds(), tenant, entry).await;
+        }
+        let Some((gvk, ns, name)) = plan::parse_entry(entry) else {
+            return Ok(false);
+        };
+        let resource = match self.kinds().resolve(client, &gvk).await {
+            Ok((resource, _)) => resource,
+            // The kind itself is gone (its CRD removed): nothing of it can be left.
+            Err(Error::KubeApi(kube::Error::Discovery(_))) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
+        if api.get_opt(&name).await?.is_none() {
+            return Ok(false);
+        }
+        delete(&api, &name).await?;
+        Ok(true)
     }
 }
 
