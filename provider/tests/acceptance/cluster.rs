@@ -157,14 +157,22 @@ impl NamespaceHold {
         namespaces().await.create(&pp, &ns).await
     }
 
-    /// Deletes the policy and binding, and returns once the namespace may be created again.
+    /// Deletes the policy and binding, and returns once the namespace may be created again:
+    /// a dry-run create is admitted, or the namespace exists already (the operator, retrying,
+    /// may create it the moment the policy is gone, and from then on every create is a 409).
     pub async fn release(mut self) {
         delete_policy(&self.name).await;
         self.released = true;
         wait_for(
             &format!("namespace {} to be admitted again", self.namespace),
             WAIT,
-            || async { self.dry_run_create().await.ok().map(|_| ()) },
+            || async {
+                match self.dry_run_create().await {
+                    Ok(_) => Some(()),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Some(()),
+                    Err(_) => None,
+                }
+            },
         )
         .await;
     }
