@@ -39,7 +39,7 @@ use crate::{
 #[derive(Debug, Error)]
 pub enum StartError {
     #[error(
-        "the Tenant CRD is not installed or not readable ({0}); install it with `kubespaces-operator crd | kubectl apply --server-side -f -`"
+        "the Tenant CRD is not installed or not readable ({0}); install the chart (charts/kubespaces), or the manifests: `kubespaces-operator manifests | kubectl apply --server-side -f -`"
     )]
     CrdMissing(#[source] kube::Error),
     #[error(
@@ -164,17 +164,68 @@ pub async fn run(
         .map_err(StartError::CrdMissing)?;
 
     let (triggers, trigger_stream) = mpsc::unbounded();
-    let quota_changed = Arc::new(Notify::new());
     let recent = Arc::new(RecentWrites::default());
+    let caches = warm_caches(&client, triggers, &recent).await?;
+    let reporter = Reporter {
+        controller: names::MANAGED_BY.into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let control_plane = control_plane(&client, &config).await?;
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        host: config.host.clone(),
+        resync: config.resync,
+        caches,
+        recorder: Recorder::new(client.clone(), reporter),
+        metrics,
+        recent: recent.clone(),
+        connection_secret_namespaces: config.connection_secret_namespaces.clone(),
+        control_plane,
+    });
+
+    let (tenant_store, tenant_writer) = reflector::store();
+    let tenant_stream = tenant_events(tenants, config.selector.as_deref(), tenant_writer, recent);
+
+    info!(selector = ?config.selector, concurrency = config.concurrency, "starting the tenant controller");
+    ready();
+    Controller::for_stream(tenant_stream, tenant_store)
+        .reconcile_on(trigger_stream)
+        // The controller backs off its own input after an error too (kube's default: up to 30 s).
+        .trigger_backoff(super::watch_backoff())
+        .with_config(ControllerConfig::default().concurrency(config.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                match e {
+                    kube::runtime::controller::Error::ObjectNotFound(_) => {}
+                    e => warn!(error = %e, "controller"),
+                }
+            }
+        })
+        .await;
+    info!("tenant controller stopped");
+    Ok(())
+}
+
+/// Starts the watches of every kind of host object the reconciler reads (their changes go to
+/// `triggers`), and returns their caches once all are filled: reconciling before the caches are
+/// warm would re-apply every object of every tenant.
+async fn warm_caches(
+    client: &Client,
+    triggers: mpsc::UnboundedSender<TenantRef>,
+    recent: &Arc<RecentWrites>,
+) -> Result<Caches, StartError> {
+    let quota_changed = Arc::new(Notify::new());
     // The kinds the reconciler writes itself (host::ensure): their echoes are no news.
     let own = || Watching {
         changed: None,
         echoes_of: Some(recent.clone()),
     };
     let caches = Caches {
-        namespaces: watch_children_with::<Namespace>(&client, triggers.clone(), own()),
+        namespaces: watch_children_with::<Namespace>(client, triggers.clone(), own()),
         quotas: watch_children_with::<ResourceQuota>(
-            &client,
+            client,
             triggers.clone(),
             Watching {
                 changed: Some(quota_changed.clone()),
@@ -182,13 +233,12 @@ pub async fn run(
             },
         ),
         quota_changed,
-        limit_ranges: watch_children_with::<LimitRange>(&client, triggers.clone(), own()),
-        owner_bindings: watch_children_with::<RoleBinding>(&client, triggers.clone(), own()),
-        network_policies: watch_children_with::<NetworkPolicy>(&client, triggers.clone(), own()),
-        statefulsets: watch_children::<StatefulSet>(&client, triggers.clone()),
-        services: watch_children::<Service>(&client, triggers),
+        limit_ranges: watch_children_with::<LimitRange>(client, triggers.clone(), own()),
+        owner_bindings: watch_children_with::<RoleBinding>(client, triggers.clone(), own()),
+        network_policies: watch_children_with::<NetworkPolicy>(client, triggers.clone(), own()),
+        statefulsets: watch_children::<StatefulSet>(client, triggers.clone()),
+        services: watch_children::<Service>(client, triggers),
     };
-    // Reconciling before the caches are warm would re-apply every object of every tenant.
     let warmup = Duration::from_secs(120);
     async fn filled(ready: impl Future<Output = impl Sized>, within: Duration) -> bool {
         tokio::time::timeout(within, ready).await.is_ok()
@@ -214,90 +264,90 @@ pub async fn run(
     .into_iter()
     .filter_map(|(ok, kind)| (!ok).then_some(kind))
     .collect();
-    if !empty.is_empty() {
-        return Err(StartError::CachesNotReady(warmup, empty.join(", ")));
+    match empty.is_empty() {
+        true => Ok(caches),
+        false => Err(StartError::CachesNotReady(warmup, empty.join(", "))),
     }
+}
 
-    let reporter = Reporter {
-        controller: names::MANAGED_BY.into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let control_plane = match config
+/// The tenant control plane, when the configuration asks for one: what it needs from the host
+/// (its Kubernetes version, the operator's own identity, the API server's addresses) is read
+/// once, here.
+async fn control_plane(
+    client: &Client,
+    config: &RunConfig,
+) -> Result<Option<Arc<ControlPlane>>, StartError> {
+    let Some(settings) = config
         .control_plane
         .vcluster()
         .map_err(StartError::Config)?
-    {
-        None => None,
-        Some(settings) => {
-            // helm renders for the host's version (the chart gates fields on it).
-            let version = client
-                .apiserver_version()
-                .await
-                .map_err(StartError::Version)?;
-            let kube_version = format!("{}.{}", version.major, version.minor.trim_end_matches('+'));
-            let review: Api<SelfSubjectReview> = Api::all(client.clone());
-            let me = review
-                .create(&Default::default(), &SelfSubjectReview::default())
-                .await
-                .map_err(StartError::Version)?;
-            let username = me
-                .status
-                .and_then(|s| s.user_info?.username)
-                .ok_or_else(|| {
-                    StartError::Config("the API server did not say who the operator is".into())
-                })?;
-            info!(chart = %settings.chart.display(), version = %settings.chart_version, %kube_version, operator = %username, "tenant control planes: vCluster");
-            let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
-            let slice = slices
-                .get("kubernetes")
-                .await
-                .map_err(StartError::Version)?;
-            let api_server = crate::build::control_plane::network::ApiServer {
-                addresses: slice
-                    .endpoints
-                    .iter()
-                    .flatten()
-                    .flat_map(|e| e.addresses.clone())
-                    .collect(),
-                ports: slice
-                    .ports
-                    .iter()
-                    .flatten()
-                    .filter_map(|p| p.port)
-                    .collect(),
-            };
-            Some(Arc::new(ControlPlane::new(
-                settings,
-                crate::build::control_plane::subject_of(&username),
-                api_server,
-                config.host.base_domain.clone(),
-                config.host.pod_security.clone(),
-                kube_version,
-                config.resync,
-            )))
-        }
+    else {
+        return Ok(None);
     };
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        host: config.host.clone(),
-        resync: config.resync,
-        caches,
-        recorder: Recorder::new(client.clone(), reporter),
-        metrics,
-        recent: recent.clone(),
-        connection_secret_namespaces: config.connection_secret_namespaces.clone(),
-        control_plane,
-    });
+    // helm renders for the host's version (the chart gates fields on it).
+    let version = client
+        .apiserver_version()
+        .await
+        .map_err(StartError::Version)?;
+    let kube_version = format!("{}.{}", version.major, version.minor.trim_end_matches('+'));
+    let review: Api<SelfSubjectReview> = Api::all(client.clone());
+    let me = review
+        .create(&Default::default(), &SelfSubjectReview::default())
+        .await
+        .map_err(StartError::Version)?;
+    let username = me
+        .status
+        .and_then(|s| s.user_info?.username)
+        .ok_or_else(|| {
+            StartError::Config("the API server did not say who the operator is".into())
+        })?;
+    info!(chart = %settings.chart.display(), version = %settings.chart_version, %kube_version, operator = %username, "tenant control planes: vCluster");
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    let slice = slices
+        .get("kubernetes")
+        .await
+        .map_err(StartError::Version)?;
+    let api_server = crate::build::control_plane::network::ApiServer {
+        addresses: slice
+            .endpoints
+            .iter()
+            .flatten()
+            .flat_map(|e| e.addresses.clone())
+            .collect(),
+        ports: slice
+            .ports
+            .iter()
+            .flatten()
+            .filter_map(|p| p.port)
+            .collect(),
+    };
+    Ok(Some(Arc::new(ControlPlane::new(
+        settings,
+        crate::build::control_plane::subject_of(&username),
+        api_server,
+        config.host.base_domain.clone(),
+        config.host.pod_security.clone(),
+        kube_version,
+        config.resync,
+    ))))
+}
 
+/// The Tenants (those `selector` picks) into the controller's cache, as a stream of the changes
+/// the controller reconciles.
+fn tenant_events(
+    tenants: Api<DeserializeGuard<Tenant>>,
+    selector: Option<&str>,
+    writer: reflector::store::Writer<DeserializeGuard<Tenant>>,
+    recent: Arc<RecentWrites>,
+) -> impl futures::Stream<Item = Result<DeserializeGuard<Tenant>, watcher::Error>> + Send + use<> {
     let mut watch_config = watcher::Config::default().any_semantic();
-    if let Some(selector) = &config.selector {
+    if let Some(selector) = selector {
         watch_config = watch_config.labels(selector);
     }
-    let (tenant_store, tenant_writer) = reflector::store();
-    let tenant_stream = watcher(tenants, watch_config)
+    watcher(tenants, watch_config)
         .backoff(super::watch_backoff())
         .modify(slim::<DeserializeGuard<Tenant>>)
-        .reflect(tenant_writer)
+        .reflect(writer)
         .applied_objects()
         // The echo of our own status or finalizer write is no news (the cache holds it all
         // the same): without this, every write of ours would cost another reconcile.
@@ -312,28 +362,7 @@ pub async fn run(
                 _ => false,
             };
             futures::future::ready(!echo)
-        });
-
-    info!(selector = ?config.selector, concurrency = config.concurrency, "starting the tenant controller");
-    ready();
-    Controller::for_stream(tenant_stream, tenant_store)
-        .reconcile_on(trigger_stream)
-        // The controller backs off its own input after an error too (kube's default: up to 30 s).
-        .trigger_backoff(super::watch_backoff())
-        .with_config(ControllerConfig::default().concurrency(config.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                match e {
-                    kube::runtime::controller::Error::ObjectNotFound(_) => {}
-                    e => warn!(error = %e, "controller"),
-                }
-            }
         })
-        .await;
-    info!("tenant controller stopped");
-    Ok(())
 }
 
 #[cfg(test)]
