@@ -4,6 +4,7 @@
 
 pub mod figures;
 pub mod hostile;
+pub mod lease;
 pub mod oidc;
 pub mod operator;
 pub mod pods;

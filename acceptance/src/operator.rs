@@ -297,8 +297,18 @@ pub async fn http_get(url: &str) -> Option<(u16, String)> {
     Some((status, response.text().await.ok()?))
 }
 
-/// The samples of a Prometheus metric family in a metrics text: (line, value).
+/// The samples of a Prometheus metric family in a metrics text: (line, value). The family must
+/// be declared in the text (its `# TYPE` line, which the exporter writes even before the first
+/// sample): a renamed or unregistered metric fails the test instead of summing to zero.
 fn samples<'a>(metrics: &'a str, name: &'a str) -> impl Iterator<Item = (&'a str, f64)> {
+    let family = name.strip_suffix("_total").unwrap_or(name);
+    assert!(
+        metrics.lines().any(|l| l
+            .strip_prefix("# TYPE ")
+            .and_then(|t| t.split_whitespace().next())
+            .is_some_and(|declared| declared == name || declared == family)),
+        "the metrics text declares no family {name}:\n{metrics}"
+    );
     metrics
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -605,4 +615,36 @@ fn write_private(path: &Path, text: &str) {
         .unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
     file.write_all(text.as_bytes())
         .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{metric_sum, metric_sum_where};
+
+    const TEXT: &str = "# HELP kubespaces_leader 1 while this process holds the Lease.\n\
+        # TYPE kubespaces_leader gauge\n\
+        kubespaces_leader 1\n\
+        # TYPE kubespaces_kube_api_requests counter\n\
+        kubespaces_kube_api_requests_total{verb=\"GET\"} 3\n\
+        kubespaces_kube_api_requests_total{verb=\"PATCH\"} 2\n\
+        # TYPE kubespaces_kube_api_requests_unlisted counter\n";
+
+    #[test]
+    fn a_declared_family_sums_its_samples_and_an_empty_one_is_zero() {
+        assert_eq!(metric_sum(TEXT, "kubespaces_leader"), 1.0);
+        assert_eq!(metric_sum(TEXT, "kubespaces_kube_api_requests_total"), 5.0);
+        let patch = &["PATCH"];
+        let writes = metric_sum_where(TEXT, "kubespaces_kube_api_requests_total", "verb", patch);
+        assert_eq!(writes, 2.0);
+        assert_eq!(
+            metric_sum(TEXT, "kubespaces_kube_api_requests_unlisted_total"),
+            0.0
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "declares no family kubespaces_reconciles_total")]
+    fn a_family_the_text_does_not_declare_fails_rather_than_reading_zero() {
+        metric_sum(TEXT, "kubespaces_reconciles_total");
+    }
 }

@@ -25,6 +25,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::{Env, tenant_yaml, var, wait_for, wait_gone, wait_ready};
+use kubespaces_operator::names;
 
 /// The port every web server pod ([`httpd_spec`]) listens on.
 pub const HTTP_PORT: u16 = 8080;
@@ -530,6 +531,45 @@ pub async fn delete_tenant(env: &Env, name: &str) {
         None,
     );
     wait_gone(&env.tenants().await, name, Duration::from_secs(180)).await;
+}
+
+/// What is left anywhere of the deleted tenant `tenant` (its namespace `ns`): its namespace, any
+/// object of any listable type in any namespace or cluster-wide that carries its label (what the
+/// operator made outside the namespace: roles, bindings, routes, certificates), and volumes bound
+/// to one of its claims. Empty when the teardown was complete.
+pub fn leftovers(env: &Env, tenant: &str, ns: &str) -> Vec<String> {
+    let kinds = env.kubectl_ok(&["api-resources", "--verbs=list", "-o", "name"], None);
+    let kinds: Vec<&str> = kinds.lines().filter(|k| !k.is_empty()).collect();
+    let label = format!("{}={tenant}", names::TENANT_LABEL);
+    let get = |args: &[&str]| {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "name", "--ignore-not-found"]);
+        env.kubectl_ok(&all, None)
+    };
+    let mut left: Vec<String> = get(&["namespace", ns])
+        .lines()
+        .chain(get(&[&kinds.join(","), "-A", "-l", &label]).lines())
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let claims = env.kubectl_ok(
+        &[
+            "get",
+            "pv",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.spec.claimRef.namespace}{\"\\n\"}{end}",
+        ],
+        None,
+    );
+    left.extend(
+        claims
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, claim_ns)| *claim_ns == ns)
+            .map(|(pv, _)| format!("persistentvolume/{pv} (bound to a claim in {ns})")),
+    );
+    left
 }
 
 /// An HTTP/1.0 GET of `/` at `host:port` made from inside `ns/pod` with busybox nc: `Ok` with the

@@ -38,9 +38,18 @@ pub async fn owner_kubeconfig(env: &Env, tenant: &str) -> (PathBuf, String) {
         .and_then(|mut d| d.remove(KUBECONFIG_SECRET_KEY))
         .expect("a kubeconfig in the Secret");
     let text = String::from_utf8(bytes.0).expect("a UTF-8 kubeconfig");
+    (
+        private_kubeconfig(&format!("{tenant}.kubeconfig"), &text),
+        text,
+    )
+}
+
+/// A kubeconfig's text in a file named `name` that only this test reads (0600), under the run's
+/// state dir; replaces one left by an earlier run.
+pub fn private_kubeconfig(name: &str, text: &str) -> PathBuf {
     let dir =
         std::env::var("KUBESPACES_STATE").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
-    let path = dir.join(format!("{tenant}.kubeconfig"));
+    let path = dir.join(name);
     let _ = std::fs::remove_file(&path);
     let mut f = std::fs::OpenOptions::new()
         .create_new(true)
@@ -49,7 +58,7 @@ pub async fn owner_kubeconfig(env: &Env, tenant: &str) -> (PathBuf, String) {
         .open(&path)
         .expect("a private kubeconfig file");
     f.write_all(text.as_bytes()).expect("write the kubeconfig");
-    (path, text)
+    path
 }
 
 /// kubectl with exactly the tenant kubeconfig (and nothing of the harness's).

@@ -19,7 +19,7 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    pods::{self, delete_tenant, retry_until},
+    pods::{self, delete_tenant, leftovers, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
@@ -418,31 +418,11 @@ async fn an_app_in_a_tenant_is_served_at_its_own_https_url_and_nowhere_else() {
         "requests failed during the renewal: {failures:?}"
     );
 
-    // Delete the tenant: its listener, Certificate and Secret go, and the name no longer
-    // answers at the Gateway.
+    // Delete the tenant: nothing of it is left anywhere (its listener, Certificate and Secret
+    // included), and the name no longer answers at the Gateway.
     delete_tenant(&env, ATLAS).await;
-    let atlas_ns = names::namespace(ATLAS);
-    let gateways = dynamic(
-        &client,
-        &atlas_ns,
-        "gateway.networking.k8s.io",
-        "v1",
-        "Gateway",
-        "gateways",
-    );
-    let secrets = dynamic(&client, &atlas_ns, "", "v1", "Secret", "secrets");
-    for (kind, api, name) in [
-        ("Gateway", gateways, cp_names::APPS_GATEWAY),
-        (
-            "Certificate",
-            certificates.clone(),
-            cp_names::APPS_CERTIFICATE,
-        ),
-        ("Secret", secrets, cp_names::APPS_CERTIFICATE),
-    ] {
-        let left = api.get_opt(name).await.expect("read");
-        assert!(left.is_none(), "{kind} {name} left behind");
-    }
+    let left = leftovers(&env, ATLAS, &names::namespace(ATLAS));
+    assert!(left.is_empty(), "left of tenant {ATLAS}: {left:?}");
     let resolve = format!("{host}:443:{}", gateway_address.trim_end_matches(":443"));
     wait_for(
         "the deleted tenant's app to stop answering at the Gateway",

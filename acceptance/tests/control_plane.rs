@@ -22,7 +22,7 @@ use kubespaces_acceptance::{
     operator::{
         OperatorProcess, least_privileged_kubeconfig, metric_sum, metric_sum_where, sharded_tenant,
     },
-    pods::{self, delete_tenant, retry_until},
+    pods::{self, delete_tenant, leftovers, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
@@ -282,65 +282,10 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
     sweep(&env, name, &ns);
 }
 
-/// Nothing of the tenant anywhere: no object of any listable type in its namespace, no
-/// cluster-scoped object with its label, no volume bound to one of its claims.
+/// Nothing of the deleted tenant anywhere ([`leftovers`]).
 fn sweep(env: &Env, tenant: &str, ns: &str) {
-    let types = |namespaced: &str| -> String {
-        env.kubectl_ok(
-            &[
-                "api-resources",
-                "--verbs=list",
-                &format!("--namespaced={namespaced}"),
-                "-o",
-                "name",
-            ],
-            None,
-        )
-        .lines()
-        .filter(|t| !t.is_empty())
-        .collect::<Vec<_>>()
-        .join(",")
-    };
-    let left = env.kubectl_ok(
-        &[
-            "get",
-            &types("true"),
-            "-n",
-            ns,
-            "-o",
-            "name",
-            "--ignore-not-found",
-        ],
-        None,
-    );
-    assert!(left.trim().is_empty(), "left in {ns}: {left}");
-    let label = format!("{}={tenant}", names::TENANT_LABEL);
-    let left = env.kubectl_ok(
-        &[
-            "get",
-            &types("false"),
-            "-l",
-            &label,
-            "-o",
-            "name",
-            "--ignore-not-found",
-        ],
-        None,
-    );
-    assert!(
-        left.trim().is_empty(),
-        "cluster-scoped objects of {tenant} left: {left}"
-    );
-    let claims = env.kubectl_ok(
-        &[
-            "get",
-            "pv",
-            "-o",
-            "jsonpath={range .items[*]}{.spec.claimRef.namespace}{\"\\n\"}{end}",
-        ],
-        None,
-    );
-    assert!(!claims.lines().any(|l| l == ns), "volumes of {ns} left");
+    let left = leftovers(env, tenant, ns);
+    assert!(left.is_empty(), "left of tenant {tenant}: {left:?}");
 }
 
 #[tokio::test]

@@ -1,12 +1,19 @@
 //! Two operator processes with leader election, under the generated roles: both ready, one
-//! leads and only it writes; the leader killed (SIGKILL), the other takes over within 15 s and
-//! reconciles.
+//! leads and only it writes; the leader killed (SIGKILL), the other takes over once the Lease has
+//! expired, not before, and reconciles; then the killed one back as a standby and the leader
+//! stopped gracefully (SIGTERM): it hands the Lease back and the standby takes it at once. (How
+//! long a failover takes is measured by `make bench-chart`, not asserted here.)
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{
+    Api,
+    api::{DeleteParams, PostParams},
+};
 use kubespaces_acceptance::{
     Env,
+    lease::handover,
     operator::{
         OperatorProcess, least_privileged_kubeconfig, metric_sum, metric_sum_where, sharded_tenant,
     },
@@ -22,6 +29,12 @@ async fn is_leader(op: &OperatorProcess) -> bool {
     metric_sum(&op.metrics().await, "kubespaces_leader") == 1.0
 }
 
+/// The identity a process on this machine runs for leadership with (the host name and its pid).
+fn identity(op: &OperatorProcess) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name");
+    format!("{}_{}", host.trim(), op.pid())
+}
+
 async fn writes(op: &OperatorProcess) -> f64 {
     metric_sum_where(
         &op.metrics().await,
@@ -32,7 +45,8 @@ async fn writes(op: &OperatorProcess) -> f64 {
 }
 
 #[tokio::test]
-async fn only_the_leader_writes_and_a_killed_leader_is_replaced_within_15_s() {
+async fn only_the_leader_writes_a_killed_leader_is_replaced_on_expiry_and_a_stopped_one_hands_over()
+{
     let env = Env::get();
     let client = env.client().await;
     let tenants = env.tenants().await;
@@ -98,24 +112,30 @@ async fn only_the_leader_writes_and_a_killed_leader_is_replaced_within_15_s() {
     );
     assert!(!is_leader(&ops[standby]).await);
 
-    ops[leader].kill();
-    let killed = Instant::now();
+    // Killed: nothing is handed back; the standby takes the Lease once it has expired.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &kubeconfig.lease_namespace);
+    let killed = handover(
+        &leases,
+        LEASE,
+        &identity(&ops[leader]),
+        async || ops[leader].kill(),
+        Duration::from_secs(60),
+    )
+    .await;
+    eprintln!("leader killed: {killed:?}");
+    assert_eq!(killed.holder, identity(&ops[standby]));
+    assert!(
+        !killed.released && !killed.taken_before_expiry,
+        "a killed leader cannot hand the Lease back, and no replica may take it before it \
+         expires: {killed:?}"
+    );
     let standby_op = &ops[standby];
     wait_for(
-        "the standby to take over",
+        "the standby to report that it leads",
         Duration::from_secs(30),
         || async { is_leader(standby_op).await.then_some(()) },
     )
     .await;
-    let handover = killed.elapsed();
-    eprintln!(
-        "handover {:.1} s after the leader was killed",
-        handover.as_secs_f64()
-    );
-    assert!(
-        handover <= Duration::from_secs(15),
-        "handover took {handover:?}"
-    );
     tenants
         .create(
             &PostParams::default(),
@@ -124,6 +144,30 @@ async fn only_the_leader_writes_and_a_killed_leader_is_replaced_within_15_s() {
         .await
         .expect("create");
     wait_ready(&tenants, names[1], Duration::from_secs(60)).await;
+
+    // The killed one back, as a standby; the leader stopped as Kubernetes stops a pod: it hands
+    // the Lease back, and the standby takes it before it would have expired.
+    ops[leader].restart().await;
+    let (old, new) = (standby, leader);
+    assert!(!is_leader(&ops[new]).await, "a restarted replica waits");
+    let from = identity(&ops[old]);
+    let stopped = handover(
+        &leases,
+        LEASE,
+        &from,
+        async || {
+            let status = ops[old].terminate(Duration::from_secs(30)).await;
+            assert!(status.is_some(), "the leader ends on SIGTERM");
+        },
+        Duration::from_secs(60),
+    )
+    .await;
+    eprintln!("leader stopped: {stopped:?}");
+    assert_eq!(stopped.holder, identity(&ops[new]));
+    assert!(
+        stopped.released && stopped.taken_before_expiry,
+        "a leader stopped gracefully hands the Lease back: {stopped:?}"
+    );
 
     for name in names {
         tenants

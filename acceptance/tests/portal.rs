@@ -17,6 +17,7 @@ use kube::api::DeleteParams;
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, PASSWORD, Server},
+    tenant_cluster::{in_tenant, private_kubeconfig},
     wait_for, wait_gone,
 };
 
@@ -211,6 +212,12 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
         "the same document: no reload"
     );
     println!("phases shown without a reload: {phases}");
+    let phases: Vec<String> = serde_json::from_str(&phases).expect("the phases' JSON");
+    assert_ne!(
+        phases.first().map(String::as_str),
+        Some("Ready"),
+        "the page showed the tenant before it was Ready, then Ready without a reload: {phases:?}"
+    );
     // Its public URLs, live too: the API, and the apps where the platform exposes apps.
     let shown = |id: &'static str| {
         let page = &page;
@@ -235,17 +242,28 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
     }
     shot(&page, "06-ready").await;
 
-    // The kubeconfig download: a link to an attachment; fetched with the page's own session.
+    // The kubeconfig download: a link to an attachment, fetched with the page's own session; a
+    // Ready tenant has one, and it works: kubectl with exactly that file answers from the tenant.
     let download = eval_string(
         &page,
-        "fetch(document.getElementById('kubeconfig').href).then(async r=>r.status+' '+(r.headers.get('content-disposition')||'')+' '+(await r.text()))",
+        "fetch(document.getElementById('kubeconfig').href).then(async r=>JSON.stringify(\
+         {status:r.status,disposition:r.headers.get('content-disposition')||'',body:await r.text()}))",
     )
     .await;
-    // Until this cluster runs tenant control planes there is no kubeconfig: the page says so.
-    assert!(
-        download.starts_with("200 attachment; filename=\"portal-demo.kubeconfig\"")
-            || (download.starts_with("409") && download.contains("has no kubeconfig yet")),
+    let download: serde_json::Value = serde_json::from_str(&download).expect("the fetch's JSON");
+    assert_eq!(download["status"], 200, "{download}");
+    assert_eq!(
+        download["disposition"], "attachment; filename=\"portal-demo.kubeconfig\"",
         "{download}"
+    );
+    let kubeconfig = private_kubeconfig(
+        "portal-demo.kubeconfig",
+        download["body"].as_str().expect("the kubeconfig's text"),
+    );
+    let namespaces = in_tenant(&env, &kubeconfig, &["get", "ns", "-o", "name"]).await;
+    assert!(
+        namespaces.lines().any(|l| l == "namespace/default"),
+        "the downloaded kubeconfig reaches the tenant: {namespaces}"
     );
     page.find_element("#kubeconfig")
         .await

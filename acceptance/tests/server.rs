@@ -14,7 +14,8 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, Server, TestIssuer, TestKey, log_in_on_dex, server_account_client},
-    wait_for, wait_gone,
+    tenant_cluster::{in_tenant, private_kubeconfig},
+    wait_for, wait_gone, wait_ready,
 };
 use serde_json::{Value, json};
 
@@ -511,6 +512,27 @@ async fn users_see_and_touch_only_their_own_tenants_and_admins_see_all() {
             "either not ready (409) or the kubeconfig: {body}"
         );
     }
+    // Once Ready (its control plane up), the kubeconfig is there, and it works: kubectl with
+    // exactly that file answers from the tenant.
+    wait_ready(&tenants, "srv-alice", Duration::from_secs(300)).await;
+    let (code, body) = api(
+        &server,
+        Method::GET,
+        "/api/v1/tenants/srv-alice/kubeconfig",
+        &alice,
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "the kubeconfig of a Ready tenant: {body}");
+    let kubeconfig = private_kubeconfig(
+        "srv-alice.kubeconfig",
+        body.as_str().expect("a kubeconfig (YAML) body"),
+    );
+    let namespaces = in_tenant(&env, &kubeconfig, &["get", "ns", "-o", "name"]).await;
+    assert!(
+        namespaces.lines().any(|l| l == "namespace/default"),
+        "the downloaded kubeconfig reaches the tenant: {namespaces}"
+    );
 
     // Owners delete their own; the admin deletes anyone's.
     assert_eq!(

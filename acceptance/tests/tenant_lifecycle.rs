@@ -208,6 +208,7 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
         },
     )
     .await;
+    pods::delete_tenant(&env, "team-atlas").await;
 }
 
 #[tokio::test]
@@ -285,6 +286,9 @@ async fn the_owner_can_work_in_their_namespace_and_nowhere_else() {
         "alice reads secrets in her namespace: {}",
         String::from_utf8_lossy(&ok.stderr)
     );
+    for name in ["rbac-alice", "rbac-bob"] {
+        pods::delete_tenant(&env, name).await;
+    }
 }
 
 #[tokio::test]
@@ -349,32 +353,7 @@ async fn updates_reach_the_quota_and_drift_is_undone() {
     })
     .await;
     wait_ready(&tenants, "drift", READY_TIMEOUT).await;
-}
-
-/// Every listable resource type in the cluster holding an object labelled for `tenant`.
-fn labelled_leftovers(env: &Env, tenant: &str) -> Vec<String> {
-    let kinds = env.kubectl_ok(&["api-resources", "--verbs=list", "-o", "name"], None);
-    let selector = format!("{}={tenant}", names::TENANT_LABEL);
-    kinds
-        .lines()
-        .filter(|k| !k.is_empty())
-        .flat_map(|kind| {
-            let out = env.kubectl_ok(
-                &[
-                    "get",
-                    kind,
-                    "-A",
-                    "-l",
-                    &selector,
-                    "-o",
-                    "name",
-                    "--ignore-not-found",
-                ],
-                None,
-            );
-            out.lines().map(str::to_owned).collect::<Vec<_>>()
-        })
-        .collect()
+    pods::delete_tenant(&env, "drift").await;
 }
 
 #[tokio::test]
@@ -412,7 +391,10 @@ async fn deletion_tears_everything_down_unless_told_to_orphan() {
             .is_none(),
         "namespace must be gone"
     );
-    assert_eq!(labelled_leftovers(&env, "doomed"), Vec::<String>::new());
+    assert_eq!(
+        pods::leftovers(&env, "doomed", &names::namespace("doomed")),
+        Vec::<String>::new()
+    );
 
     env.kubectl_ok(&["delete", "tenant", "kept"], None);
     wait_gone(&tenants, "kept", Duration::from_secs(60)).await;
@@ -580,6 +562,7 @@ async fn a_paused_tenant_is_left_alone_until_resumed() {
         ),
         "3"
     );
+    pods::delete_tenant(&env, "paused").await;
 }
 
 #[tokio::test]

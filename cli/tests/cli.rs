@@ -14,24 +14,20 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::{
-    authentication::v1::{TokenRequest, TokenRequestSpec},
-    core::v1::{Node, Secret, ServiceAccount},
-    rbac::v1::{ClusterRole, ClusterRoleBinding},
-};
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
 use kube::{
     Api,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, ListParams},
 };
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, Server, confirm_device_code},
+    own_share,
+    pods::leftovers,
+    tenant_cluster::platform_var,
     wait_for, wait_gone,
 };
-use kubespaces_api::{
-    api::{KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, Tenant},
-    names,
-};
+use kubespaces_api::names;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -105,6 +101,61 @@ impl User {
         stderr
     }
 
+    /// `kubespaces login --no-browser` the way a user runs it: the CLI prints the verification
+    /// URL and code, the test plays the user's browser on Dex's real pages, and the login
+    /// finishes, saying who is logged in.
+    async fn device_login(&self, server: &Server, email: &str) {
+        let mut login = self
+            .command(&["login", "--server", &server.url, "--no-browser"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
+        let mut printed = vec![];
+        let url = loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("login prints the URL")
+                .unwrap()
+                .unwrap_or_else(|| panic!("login ended early: {printed:?}"));
+            printed.push(line.clone());
+            if let Some(url) = line.trim().strip_prefix("http") {
+                break format!("http{url}");
+            }
+        };
+        let code_line = loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            if line.contains("code:") {
+                break line;
+            }
+        };
+        let code = code_line.rsplit(' ').next().unwrap().to_owned();
+        assert!(
+            url.contains("/device") && url.contains(&code),
+            "URL {url} carries the code {code}"
+        );
+        // The browser's part, on Dex's real pages.
+        let page = confirm_device_code(&url, email).await;
+        assert!(
+            page.contains("Login Successful") || page.contains("successful"),
+            "{page}"
+        );
+        let status = tokio::time::timeout(Duration::from_secs(60), login.wait())
+            .await
+            .expect("login finishes once the code is confirmed")
+            .unwrap();
+        let mut rest = vec![];
+        while let Ok(Some(l)) = lines.next_line().await {
+            rest.push(l);
+        }
+        assert!(status.success(), "login: {rest:?}");
+        assert!(
+            rest.iter().any(|l| l.contains(&format!("as {email}"))),
+            "{rest:?}"
+        );
+    }
+
     /// Logged in without the device flow (for tests about other things): Dex's tokens for
     /// `email`, written where `login` writes them.
     async fn log_in_directly(&self, dex: &Dex, server: &Server, email: &str) {
@@ -160,55 +211,7 @@ async fn device_login_stores_tokens_0600_refreshes_them_and_logout_removes_them(
     // dave: no other test logs in as him (Dex keeps one refresh token per user and client).
     let dave = User::new();
 
-    let mut login = dave
-        .command(&["login", "--server", &server.url, "--no-browser"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
-    let mut printed = vec![];
-    let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("login prints the URL")
-            .unwrap()
-            .unwrap_or_else(|| panic!("login ended early: {printed:?}"));
-        printed.push(line.clone());
-        if let Some(url) = line.trim().strip_prefix("http") {
-            break format!("http{url}");
-        }
-    };
-    let code_line = loop {
-        let line = lines.next_line().await.unwrap().unwrap();
-        if line.contains("code:") {
-            break line;
-        }
-    };
-    let code = code_line.rsplit(' ').next().unwrap().to_owned();
-    assert!(
-        url.contains("/device") && url.contains(&code),
-        "URL {url} carries the code {code}"
-    );
-    // The browser's part, on Dex's real pages.
-    let page = confirm_device_code(&url, "dave@example.com").await;
-    assert!(
-        page.contains("Login Successful") || page.contains("successful"),
-        "{page}"
-    );
-    let status = tokio::time::timeout(Duration::from_secs(60), login.wait())
-        .await
-        .expect("login finishes once the code is confirmed")
-        .unwrap();
-    let mut rest = vec![];
-    while let Ok(Some(l)) = lines.next_line().await {
-        rest.push(l);
-    }
-    assert!(status.success(), "login: {rest:?}");
-    assert!(
-        rest.iter().any(|l| l.contains("as dave@example.com")),
-        "{rest:?}"
-    );
+    dave.device_login(&server, "dave@example.com").await;
 
     assert_eq!(mode(&dave.credentials()), 0o600, "the token file is 0600");
     assert_eq!(
@@ -290,91 +293,6 @@ async fn device_login_stores_tokens_0600_refreshes_them_and_logout_removes_them(
     dave.fails(&["tenant", "list"], 3, "not logged in").await;
 }
 
-/// What the tenant control plane will publish, published by the test (see the provider's
-/// control_plane_stand_in.rs): status.endpoints and status.kubeconfigSecretRef under a field
-/// manager of its own, and the kubeconfig Secret. Its kubeconfig reaches the HOST cluster's API
-/// as a ServiceAccount that may list nodes: until tenants have their own control plane in this
-/// cluster, `kubectl get nodes` through it answers with the host's nodes.
-async fn publish_stand_in(env: &Env, tenant: &str) -> String {
-    let client = env.client().await;
-    let namespace = names::namespace(tenant);
-    let pp = PostParams::default();
-    let account = "cli-test-node-reader";
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &namespace);
-    wait_for("the tenant namespace", Duration::from_secs(60), || async {
-        accounts
-            .create(
-                &pp,
-                &serde_json::from_value(json!({"metadata": {"name": account}})).unwrap(),
-            )
-            .await
-            .ok()
-    })
-    .await;
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": account},
-        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
-    }))
-    .unwrap();
-    let _ = Api::<ClusterRole>::all(client.clone())
-        .create(&pp, &role)
-        .await;
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": account},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": account},
-        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-    }))
-    .unwrap();
-    let bindings = Api::<ClusterRoleBinding>::all(client.clone());
-    let _ = bindings.delete(account, &DeleteParams::default()).await;
-    bindings.create(&pp, &binding).await.unwrap();
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let token = accounts
-        .create_token_request(account, &pp, &request)
-        .await
-        .unwrap()
-        .status
-        .and_then(|s| s.token)
-        .unwrap();
-    // The host's API URL and CA, from the test's own kubeconfig.
-    let host = kube::config::Kubeconfig::read().unwrap();
-    let cluster = host.clusters[0].cluster.clone().unwrap();
-    let server = cluster.server.unwrap();
-    let ca = cluster.certificate_authority_data.unwrap_or_default();
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: vcluster\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: vcluster\n  context:\n    cluster: vcluster\n    user: admin\ncurrent-context: vcluster\nusers:\n- name: admin\n  user:\n    token: {token}\n"
-    );
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": KUBECONFIG_SECRET, "namespace": namespace},
-        "stringData": {KUBECONFIG_SECRET_KEY: kubeconfig},
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(client.clone(), &namespace)
-        .create(&pp, &secret)
-        .await
-        .unwrap();
-    let api = format!("https://{tenant}.api.example.com:443");
-    let status = json!({"status": {
-        "endpoints": {"api": api, "apps": format!("https://*.{tenant}.apps.example.com")},
-        "kubeconfigSecretRef": {"name": KUBECONFIG_SECRET, "namespace": namespace},
-    }});
-    Api::<Tenant>::all(client)
-        .patch_status(
-            tenant,
-            &PatchParams::apply("kubespaces-acceptance-cli-stand-in"),
-            &Patch::Merge(&status),
-        )
-        .await
-        .unwrap();
-    api
-}
-
 const EXISTING_KUBECONFIG: &str = "apiVersion: v1
 # contexts I already had
 clusters:
@@ -404,15 +322,16 @@ fn lines_in_order(haystack: &str, needles: &str) -> bool {
 #[tokio::test]
 async fn the_spec_walk_through() {
     let env = Env::get();
+    // The walk-through is about a tenant with its own control plane, at its public URL: the
+    // platform Gateway must be there (make test sets it up).
+    platform_var("KUBESPACES_API_GATEWAY");
     let dex = Dex::get();
     let server = Server::with_dex(&dex).await;
     let tenants = env.tenants().await;
     let _ = tenants.delete("team-atlas", &DeleteParams::default()).await;
     wait_gone(&tenants, "team-atlas", Duration::from_secs(600)).await;
     let alice = User::new();
-    alice
-        .log_in_directly(&dex, &server, "alice@example.com")
-        .await;
+    alice.device_login(&server, "alice@example.com").await;
     std::fs::create_dir_all(alice.kubeconfig().parent().unwrap()).unwrap();
     // Her kubeconfig is a link into her dotfiles, which the merge writes through (as kubectl).
     let dotfiles = alice.dir.path().join("kube/dotfiles-config");
@@ -430,29 +349,17 @@ async fn the_spec_walk_through() {
             "16Gi",
         ])
         .await;
-    // Where the chart runs tenant control planes (the cluster has the platform Gateway), the
-    // operator publishes the endpoints and the kubeconfig itself; elsewhere the stand-in does.
-    let real_control_plane = std::env::var("KUBESPACES_API_GATEWAY").is_ok_and(|v| !v.is_empty());
-    let stand_in_api = if real_control_plane {
-        None
-    } else {
-        Some(publish_stand_in(&env, "team-atlas").await)
-    };
 
     let table = alice
         .ok(&["tenant", "get", "team-atlas", "--wait", "--timeout", "10m"])
         .await;
-    let api = match stand_in_api {
-        Some(api) => api,
-        None => tenants
-            .get("team-atlas")
-            .await
-            .unwrap()
-            .status
-            .and_then(|s| s.endpoints)
-            .and_then(|e| e.api)
-            .expect("the operator published the API URL"),
-    };
+    let tenant = tenants.get("team-atlas").await.unwrap();
+    let api = tenant
+        .status
+        .as_ref()
+        .and_then(|s| s.endpoints.as_ref())
+        .and_then(|e| e.api.clone())
+        .expect("the operator published the API URL");
     let mut rows = table.lines();
     assert_eq!(rows.next(), Some("NAME         PHASE   API"), "{table}");
     assert_eq!(
@@ -460,6 +367,16 @@ async fn the_spec_walk_through() {
         Some(format!("team-atlas   Ready   {api}").as_str()),
         "{table}"
     );
+    // What she asked for is what caps her namespace: the quota's hard limits, less what the
+    // tenant's own control plane takes, are 8 CPUs and 16Gi.
+    let quota =
+        Api::<ResourceQuota>::namespaced(env.client().await, &names::namespace("team-atlas"))
+            .get(names::QUOTA)
+            .await
+            .expect("the tenant's quota");
+    for (key, asked) in [("requests.cpu", "8"), ("requests.memory", "16Gi")] {
+        assert_eq!(own_share(&quota, &tenant, "hard", key), asked, "{key}");
+    }
 
     alice
         .ok(&["tenant", "kubeconfig", "team-atlas", "--merge"])
@@ -532,25 +449,31 @@ async fn the_spec_walk_through() {
         String::from_utf8(out.stdout).unwrap()
     };
     kubectl(&["config", "use-context", "team-atlas"]);
-    let mut nodes = kubectl(&["get", "nodes", "-o", "name"]);
-    if real_control_plane {
-        // Answered by the tenant's own control plane, which shows a node once a pod of its
-        // own (its CoreDNS) is scheduled on it: that may follow Ready by a moment.
-        nodes = wait_for("a node in the tenant", Duration::from_secs(90), || async {
-            let nodes = kubectl(&["get", "nodes", "-o", "name"]);
-            nodes.starts_with("node/").then_some(nodes)
-        })
-        .await;
-        println!("kubectl get nodes in context team-atlas: {nodes}");
-    } else {
-        // Answered by the host API through the stand-in's kubeconfig: the host's nodes.
-        let host_nodes = Api::<Node>::all(env.client().await)
-            .list(&ListParams::default())
-            .await
-            .unwrap();
-        let first = host_nodes.items[0].metadata.name.clone().unwrap();
-        assert!(nodes.contains(&format!("node/{first}")), "{nodes}");
-    }
+    // Answered by the tenant's own control plane: the node its pods run on, the host's node
+    // where its namespace's pods are scheduled, and no other (it lists a node once a pod of its
+    // own, its CoreDNS, is scheduled there: that may follow Ready by a moment).
+    let host_pods = Api::<Pod>::namespaced(env.client().await, &names::namespace("team-atlas"))
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let mut expected: Vec<String> = host_pods
+        .items
+        .iter()
+        .filter_map(|p| Some(format!("node/{}", p.spec.as_ref()?.node_name.as_ref()?)))
+        .collect();
+    expected.sort();
+    expected.dedup();
+    let nodes = wait_for("a node in the tenant", Duration::from_secs(90), || async {
+        let nodes = kubectl(&["get", "nodes", "-o", "name"]);
+        nodes.starts_with("node/").then_some(nodes)
+    })
+    .await;
+    let mut seen: Vec<String> = nodes.lines().map(str::to_owned).collect();
+    seen.sort();
+    assert_eq!(
+        seen, expected,
+        "`kubectl get nodes` in context team-atlas lists the nodes its pods run on"
+    );
     // The other contexts are still there and untouched.
     assert!(
         kubectl(&["config", "get-contexts", "-o", "name"])
@@ -584,12 +507,8 @@ async fn the_spec_walk_through() {
         tenants.get_opt("team-atlas").await.unwrap().is_none(),
         "gone when delete --wait returns"
     );
-    let _ = Api::<ClusterRoleBinding>::all(env.client().await)
-        .delete("cli-test-node-reader", &DeleteParams::default())
-        .await;
-    let _ = Api::<ClusterRole>::all(env.client().await)
-        .delete("cli-test-node-reader", &DeleteParams::default())
-        .await;
+    let left = leftovers(&env, "team-atlas", &names::namespace("team-atlas"));
+    assert!(left.is_empty(), "left of team-atlas: {left:?}");
 }
 
 #[tokio::test]
