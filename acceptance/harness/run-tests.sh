@@ -5,7 +5,8 @@
 #   1. cargo fmt --check, cargo clippy -D warnings
 #   2. compile all tests and binaries first, and the release operator for its image (rustc and a
 #      starting apiserver would fight for 2 cores)
-#   3. build or look up the cached control-plane binaries, OpenTofu and helm
+#   3. build or look up the cached control-plane binaries, helm and the vCluster's (the tools only
+#      some tests use, health-check, Crossplane and OpenTofu, build in the background in step 6)
 #   4. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check)
 #   5. fresh cluster (the CRDs only) + the chart installed with helm: the shared operator runs as two
 #      pods under its ServiceAccount, from an image of the release build, for every Tenant not
@@ -49,8 +50,8 @@ cargo build --workspace --bins
 step "the release operator, for its image (cargo build --release -p kubespaces-operator)"
 cargo build --release -p kubespaces-operator
 
-step "control-plane binaries, OpenTofu, helm and health-check (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh" --with tofu --with helm --with health-check --with crossplane --with vcluster)
+step "control-plane binaries, helm and the vCluster's (cached after the first build)"
+BIN=$("$HARNESS_DIR/build-tools.sh" --with helm --with vcluster)
 
 step "the chart (helm lint, generated manifests, values schema)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
@@ -63,6 +64,8 @@ status=0
 cleanup() {
   local rc=$?
   [ "$status" -ne 0 ] || status=$rc
+  # The background build of the late tools, when the run ends before it did.
+  [ -z "${LATE_TOOLS:-}" ] || kill -TERM -- "-$LATE_TOOLS" 2>/dev/null || true
   if $cluster_started; then
     # The operator pods' logs live on the node: keep them with the components' logs.
     "$HARNESS_DIR/chart.sh" logs "$STATE" 2>/dev/null || true
@@ -120,6 +123,19 @@ step "Dex, the OIDC provider of the server, portal and CLI tests (dex.sh)"
 KUBESPACES_BIN="$("$HARNESS_DIR/build-tools.sh" --with dex)" "$HARNESS_DIR/dex.sh" start "$STATE"
 # --- end Dex ---
 
+# The tools only some tests use build while the first tests run, at a lower priority, in CPU
+# time the tests mostly leave idle (cold: about 8 min of build; cached: a lookup): health-check
+# (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu (the provider's second pass).
+# Their tests wait for them (kubespaces_acceptance::built_tool); their links are dropped first so
+# that no test runs a stale build of an older pin.
+step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
+rm -f "$BIN"/{health-check,crossplane,xp-render,function-patch-and-transform,tofu} "$STATE/tools.failed"
+setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with crossplane --with tofu \
+    >/dev/null 2>"$2/logs/late-tools.log" \
+  || echo "build-tools.sh --with health-check --with crossplane --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
+  late-tools "$HARNESS_DIR" "$STATE" &
+LATE_TOOLS=$!
+
 step "cargo test --workspace"
 # shellcheck disable=SC1091
 . "$STATE/env"
@@ -138,6 +154,13 @@ else
   # Terraform is not in any package registry this project can reach, so a machine may lack it;
   # the OpenTofu pass below always runs (the harness builds tofu from its Go module).
   log "terraform is not installed: the terraform pass is skipped (install terraform >= 1.11 to run it); OpenTofu still runs"
+fi
+wait "$LATE_TOOLS" || true
+LATE_TOOLS=
+if [ -f "$STATE/tools.failed" ]; then
+  log "$(cat "$STATE/tools.failed")"
+  status=1
+  exit $status
 fi
 step "provider acceptance tests (OpenTofu $("$BIN/tofu" version 2>/dev/null | awk '/^OpenTofu/ {print $2}'))"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$BIN/tofu" \

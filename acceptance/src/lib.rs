@@ -2,6 +2,7 @@
 //! (started by `acceptance/harness/cluster-up.sh`) the way a user would, with `kubectl` and a
 //! Kubernetes client, and wait for what the operator does.
 
+pub mod control_planes;
 pub mod figures;
 pub mod hostile;
 pub mod lease;
@@ -97,6 +98,37 @@ impl Env {
     pub fn apply(&self, manifest: &str) -> String {
         self.kubectl_ok(&["apply", "-f", "-"], Some(manifest))
     }
+}
+
+/// A tool `build-tools.sh --with <extra>` builds into `$KUBESPACES_BIN`. `make test` builds the
+/// tools only some tests use while the first tests run: this waits until the tool is there, and
+/// fails at once, naming the build's log, when `$KUBESPACES_STATE/tools.failed` says the build
+/// failed.
+pub fn built_tool(name: &str, extra: &str) -> std::path::PathBuf {
+    let bin = var("KUBESPACES_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "KUBESPACES_BIN (set by the harness): {name} is built by \
+             acceptance/harness/build-tools.sh --with {extra}"
+            )
+        });
+    let path = bin.join(name);
+    let failed = var("KUBESPACES_STATE").map(|s| std::path::Path::new(&s).join("tools.failed"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30 * 60);
+    while !path.exists() {
+        if let Some(failed) = failed.as_ref().filter(|f| f.exists()) {
+            let why = std::fs::read_to_string(failed).unwrap_or_default();
+            panic!("{name} was not built: {}", why.trim());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} is still missing after 30 min: run acceptance/harness/build-tools.sh --with {extra}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    path
 }
 
 /// A Tenant manifest with `spec_body` (indented YAML) as its spec.

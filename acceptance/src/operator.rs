@@ -191,6 +191,46 @@ impl OperatorProcess {
         }
     }
 
+    /// Completed reconciles so far (the duration histogram counts a reconcile when it ends).
+    pub async fn reconciles_done(&self) -> f64 {
+        metric_sum(
+            &self.metrics().await,
+            "kubespaces_reconcile_duration_seconds_count",
+        )
+    }
+
+    /// Writes (POST, PUT, PATCH, DELETE) the controller sent to the API so far.
+    pub async fn writes(&self) -> f64 {
+        metric_sum_where(
+            &self.metrics().await,
+            "kubespaces_kube_api_requests_total",
+            "verb",
+            &["POST", "PUT", "PATCH", "DELETE"],
+        )
+    }
+
+    /// Touches an annotation of the Tenant (which its watch delivers) and waits until a reconcile
+    /// of this operator ended after that.
+    pub async fn poke(&self, env: &crate::Env, tenant: &str, round: usize) {
+        let before = self.reconciles_done().await;
+        env.kubectl_ok(
+            &[
+                "annotate",
+                "--overwrite",
+                "tenant",
+                tenant,
+                &format!("kubespaces.io/test-poke={round}"),
+            ],
+            None,
+        );
+        wait_for(
+            "a reconcile after the Tenant changed",
+            Duration::from_secs(60),
+            || async { (self.reconciles_done().await > before).then_some(()) },
+        )
+        .await;
+    }
+
     /// Peak resident memory of the process so far, in KiB (VmHWM).
     pub fn peak_rss_kib(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
@@ -301,7 +341,12 @@ pub async fn http_get(url: &str) -> Option<(u16, String)> {
 /// be declared in the text (its `# TYPE` line, which the exporter writes even before the first
 /// sample): a renamed or unregistered metric fails the test instead of summing to zero.
 fn samples<'a>(metrics: &'a str, name: &'a str) -> impl Iterator<Item = (&'a str, f64)> {
-    let family = name.strip_suffix("_total").unwrap_or(name);
+    // A sample's name is its family's, or that with a suffix of the family's type (a counter's
+    // `_total`, a histogram's `_count`, `_sum` and `_bucket`).
+    let family = ["_total", "_count", "_sum", "_bucket"]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+        .unwrap_or(name);
     assert!(
         metrics.lines().any(|l| l
             .strip_prefix("# TYPE ")
@@ -627,7 +672,10 @@ mod tests {
         # TYPE kubespaces_kube_api_requests counter\n\
         kubespaces_kube_api_requests_total{verb=\"GET\"} 3\n\
         kubespaces_kube_api_requests_total{verb=\"PATCH\"} 2\n\
-        # TYPE kubespaces_kube_api_requests_unlisted counter\n";
+        # TYPE kubespaces_kube_api_requests_unlisted counter\n\
+        # TYPE kubespaces_reconcile_duration_seconds histogram\n\
+        kubespaces_reconcile_duration_seconds_sum 0.5\n\
+        kubespaces_reconcile_duration_seconds_count 2\n";
 
     #[test]
     fn a_declared_family_sums_its_samples_and_an_empty_one_is_zero() {
@@ -639,6 +687,10 @@ mod tests {
         assert_eq!(
             metric_sum(TEXT, "kubespaces_kube_api_requests_unlisted_total"),
             0.0
+        );
+        assert_eq!(
+            metric_sum(TEXT, "kubespaces_reconcile_duration_seconds_count"),
+            2.0
         );
     }
 

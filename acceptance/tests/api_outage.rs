@@ -2,7 +2,9 @@
 //! same process, and reconciles a Tenant created right after the API is back within 10 s; the
 //! Tenant then becomes Ready (once kube-controller-manager's quota controller has recovered too).
 //! A pair of operators with leader election rides out the same outage: both processes stay, one
-//! leads and reconciles.
+//! leads and reconciles. And a tenant whose control plane is being applied when the API server
+//! goes away (an operator that runs control planes, as the chart's does) becomes Ready after it,
+//! and its API answers with the kubeconfig it hands out.
 //!
 //! One test in this binary: it takes the shared cluster's API server down (other test binaries
 //! run one after another, so nothing else is running meanwhile).
@@ -18,9 +20,13 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
+    control_planes::{pinned_digest, rendered_objects, vcluster_flags},
     operator::{OperatorProcess, least_privileged_kubeconfig, metric_sum, sharded_tenant},
+    pods::{delete_tenant, leftovers},
+    tenant_cluster::{in_tenant, owner_kubeconfig},
     wait_for, wait_gone, wait_ready,
 };
+use kubespaces_operator::names;
 use kubespaces_operator::{
     api::{Tenant, TenantSpec},
     conditions::{NAMESPACE_READY, NETWORK_POLICY_READY, RBAC_READY, SYNCED},
@@ -28,6 +34,7 @@ use kubespaces_operator::{
 
 const SHARD: &str = "api-outage";
 const HA_SHARD: &str = "api-outage-ha";
+const CP_SHARD: &str = "api-outage-cp";
 const OUTAGE: Duration = Duration::from_secs(20);
 const RECONCILED_WITHIN: Duration = Duration::from_secs(10);
 
@@ -118,6 +125,31 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
     .await;
     wait_gone(&tenants, "outage-ha", Duration::from_secs(60)).await;
     let pair_pids: Vec<u32> = pair.iter().map(OperatorProcess::pid).collect();
+    // And an operator with control planes, one tenant's control plane in flight.
+    let flags = vcluster_flags(&pinned_digest(), &[]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut with_control_planes =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), CP_SHARD, &flags)
+            .await;
+    delete_tenant(&env, "outage-cp").await;
+    let spec = TenantSpec::new("olga@example.com", "2", "4Gi", None);
+    tenants
+        .create(
+            &PostParams::default(),
+            &sharded_tenant("outage-cp", spec, CP_SHARD),
+        )
+        .await
+        .expect("create a Tenant with a control plane");
+    wait_for(
+        "the first object of outage-cp's rendered chart",
+        Duration::from_secs(120),
+        || async { (!rendered_objects(&env, "outage-cp").is_empty()).then_some(()) },
+    )
+    .await;
+    assert!(
+        !tenants.get("outage-cp").await.unwrap().is_ready(),
+        "the outage comes while outage-cp's control plane is in flight"
+    );
 
     let mut down = RestartOnDrop(true);
     apiserver("stop");
@@ -198,6 +230,20 @@ async fn after_an_api_server_outage_a_new_tenant_is_reconciled_within_10_s() {
         .expect("delete");
 
     operator.assert_every_request_listed().await;
+
+    // The control plane that was in flight: finished, in the same process, and it answers.
+    wait_ready(&tenants, "outage-cp", Duration::from_secs(300)).await;
+    let (kubeconfig, _) = owner_kubeconfig(&env, "outage-cp").await;
+    in_tenant(&env, &kubeconfig, &["get", "ns"]).await;
+    assert!(
+        with_control_planes.running(),
+        "the operator with control planes rides out the outage; log:\n{}",
+        with_control_planes.log_text()
+    );
+    with_control_planes.assert_every_request_listed().await;
+    delete_tenant(&env, "outage-cp").await;
+    let left = leftovers(&env, "outage-cp", &names::namespace("outage-cp"));
+    assert!(left.is_empty(), "left of outage-cp: {left:?}");
 
     tenants
         .delete("outage", &DeleteParams::default())

@@ -2,7 +2,7 @@
 //! reached at its public URL through the platform Gateway, with the kubeconfig the operator
 //! hands out — used exactly as a user would, with kubectl and nothing else.
 
-use std::{path::Path, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::{
     api::{
@@ -19,9 +19,8 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    operator::{
-        OperatorProcess, least_privileged_kubeconfig, metric_sum, metric_sum_where, sharded_tenant,
-    },
+    control_planes::{inventory_of, labelled_objects, pinned_digest, vcluster_flags},
+    operator::{OperatorProcess, least_privileged_kubeconfig, sharded_tenant},
     pods::{self, delete_tenant, leftovers, retry_until},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
@@ -369,59 +368,11 @@ async fn a_tenant_with_the_longest_name_works_end_to_end() {
     sweep(&env, &name, &names::namespace(&name));
 }
 
-/// The flags of a test-owned operator that runs tenant control planes with the pinned chart,
-/// the local platform values and `extra_values` files laid over them.
-fn vcluster_flags(digest: &str, extra_values: &[&Path]) -> Vec<String> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut values = vec![
-        repo.join("acceptance/harness/manifests/vcluster/values-local.yaml")
-            .display()
-            .to_string(),
-    ];
-    values.extend(extra_values.iter().map(|p| p.display().to_string()));
-    vec![
-        "--control-plane=vcluster".into(),
-        format!(
-            "--vcluster-chart={}",
-            repo.join("charts/vcluster/vcluster-0.36.1.tgz").display()
-        ),
-        "--vcluster-chart-version=0.36.1".into(),
-        format!("--vcluster-chart-digest={digest}"),
-        format!("--vcluster-values={}", values.join(",")),
-        format!("--helm={}", platform_var("KUBESPACES_HELM")),
-        format!("--api-gateway={}", platform_var("KUBESPACES_API_GATEWAY")),
-        format!("--base-domain={}", platform_var("KUBESPACES_DOMAIN")),
-        format!(
-            "--control-plane-storage-class={}",
-            platform_var("KUBESPACES_STORAGE_CLASS")
-        ),
-    ]
-}
-
 /// A test-owned operator for `shard`, under the chart's roles, with `flags`.
 async fn start_operator(env: &Env, shard: &str, flags: &[String]) -> OperatorProcess {
     let args: Vec<&str> = flags.iter().map(String::as_str).collect();
     OperatorProcess::start_least_privileged(&env.client().await, env.operator_bin(), shard, &args)
         .await
-}
-
-fn pinned_digest() -> String {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    std::fs::read_to_string(repo.join("charts/vcluster/SHA256SUMS"))
-        .expect("charts/vcluster/SHA256SUMS")
-        .split_whitespace()
-        .next()
-        .map(|d| format!("sha256:{d}"))
-        .expect("a digest")
-}
-
-/// What the last apply left, as the Tenant's status lists it (`status.controlPlane.objects`).
-fn inventory_of(tenant: Tenant) -> Vec<String> {
-    tenant
-        .status
-        .and_then(|s| s.control_plane)
-        .map(|c| c.objects)
-        .unwrap_or_default()
 }
 
 /// Creates a Tenant of `owner` (2 CPUs, 4Gi) for the test operator of `shard` and waits until it
@@ -435,30 +386,6 @@ async fn create_ready(tenants: &Api<Tenant>, name: &str, owner: &str, shard: &st
         .await
         .expect("create the tenant");
     wait_ready(tenants, name, READY_WITHIN).await
-}
-
-/// The objects of the tenant's namespace that carry its label, as `kind/name uid`.
-fn labelled_objects(env: &Env, tenant: &str) -> Vec<(String, String)> {
-    let out = env.kubectl_ok(
-        &[
-            "get",
-            "serviceaccounts,secrets,configmaps,services,statefulsets,roles,rolebindings,networkpolicies,poddisruptionbudgets,tlsroutes",
-            "-n",
-            &names::namespace(tenant),
-            "-l",
-            &format!("{}={tenant}", names::TENANT_LABEL),
-            "-o",
-            "jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.uid}{\"\\n\"}{end}",
-        ],
-        None,
-    );
-    let mut v: Vec<(String, String)> = out
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, u)| (k.to_owned(), u.to_owned()))
-        .collect();
-    v.sort();
-    v
 }
 
 #[tokio::test]
@@ -579,47 +506,6 @@ async fn a_value_change_updates_the_control_plane_in_place_and_prunes_what_it_dr
     operator.kill();
 }
 
-/// Completed reconciles of `operator` so far (the duration histogram counts a reconcile when it
-/// ends).
-async fn reconciles_done(operator: &OperatorProcess) -> f64 {
-    metric_sum(
-        &operator.metrics().await,
-        "kubespaces_reconcile_duration_seconds_count",
-    )
-}
-
-/// Writes `operator`'s controller sent to the API so far.
-async fn writes(operator: &OperatorProcess) -> f64 {
-    metric_sum_where(
-        &operator.metrics().await,
-        "kubespaces_kube_api_requests_total",
-        "verb",
-        &["POST", "PUT", "PATCH", "DELETE"],
-    )
-}
-
-/// Touches an annotation of the Tenant (which its watch delivers) and waits until a reconcile
-/// ended after that.
-async fn poke(env: &Env, operator: &OperatorProcess, tenant: &str, round: usize) {
-    let before = reconciles_done(operator).await;
-    env.kubectl_ok(
-        &[
-            "annotate",
-            "--overwrite",
-            "tenant",
-            tenant,
-            &format!("kubespaces.io/test-poke={round}"),
-        ],
-        None,
-    );
-    wait_for(
-        "a reconcile after the Tenant changed",
-        Duration::from_secs(60),
-        || async { (reconciles_done(operator).await > before).then_some(()) },
-    )
-    .await;
-}
-
 #[tokio::test]
 async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_down() {
     let env = Env::get();
@@ -691,13 +577,13 @@ async fn kinds_a_chart_renders_are_scoped_by_discovery_applied_once_and_torn_dow
     );
 
     // Ready and unchanged: reconciles read, they do not write.
-    poke(&env, &operator, name, 0).await;
-    let settled = writes(&operator).await;
+    operator.poke(&env, name, 0).await;
+    let settled = operator.writes().await;
     for round in 1..=3 {
-        poke(&env, &operator, name, round).await;
+        operator.poke(&env, name, round).await;
     }
     assert_eq!(
-        writes(&operator).await,
+        operator.writes().await,
         settled,
         "a Ready tenant whose chart renders kinds on no list costs no writes per reconcile"
     );

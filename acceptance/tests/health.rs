@@ -370,17 +370,7 @@ async fn tenants_in_every_phase_match_the_fixtures() {
 
 /// The health-check tool built by `build-tools.sh --with health-check`.
 fn health_check_bin() -> PathBuf {
-    let bin = std::env::var("KUBESPACES_BIN")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .map(|b| PathBuf::from(b).join("health-check"))
-        .expect("KUBESPACES_BIN (set by the harness): the health-check tool is built by build-tools.sh --with health-check");
-    assert!(
-        bin.exists(),
-        "{} is missing: run acceptance/harness/build-tools.sh --with health-check",
-        bin.display()
-    );
-    bin
+    kubespaces_acceptance::built_tool("health-check", "health-check")
 }
 
 /// The verdicts of the shipped checks and kstatus for every fixture: phase -> tool -> verdict.

@@ -14,16 +14,13 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     lease::handover,
-    operator::{
-        OperatorProcess, least_privileged_kubeconfig, metric_sum, metric_sum_where, sharded_tenant,
-    },
+    operator::{OperatorProcess, least_privileged_kubeconfig, metric_sum, sharded_tenant},
     wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::api::TenantSpec;
 
 const SHARD: &str = "leader-election";
 const LEASE: &str = "kubespaces-test-leader-election";
-const WRITES: [&str; 4] = ["POST", "PUT", "PATCH", "DELETE"];
 
 async fn is_leader(op: &OperatorProcess) -> bool {
     metric_sum(&op.metrics().await, "kubespaces_leader") == 1.0
@@ -33,15 +30,6 @@ async fn is_leader(op: &OperatorProcess) -> bool {
 fn identity(op: &OperatorProcess) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name");
     format!("{}_{}", host.trim(), op.pid())
-}
-
-async fn writes(op: &OperatorProcess) -> f64 {
-    metric_sum_where(
-        &op.metrics().await,
-        "kubespaces_kube_api_requests_total",
-        "verb",
-        &WRITES,
-    )
 }
 
 #[tokio::test]
@@ -103,9 +91,9 @@ async fn only_the_leader_writes_a_killed_leader_is_replaced_on_expiry_and_a_stop
         .await
         .expect("create");
     wait_ready(&tenants, names[0], Duration::from_secs(60)).await;
-    assert!(writes(&ops[leader]).await > 0.0, "the leader wrote");
+    assert!(ops[leader].writes().await > 0.0, "the leader wrote");
     assert_eq!(
-        writes(&ops[standby]).await,
+        ops[standby].writes().await,
         0.0,
         "the standby wrote nothing:\n{}",
         ops[standby].metrics().await

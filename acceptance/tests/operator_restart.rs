@@ -1,5 +1,10 @@
-//! The operator is killed (SIGKILL) while 20 tenants provision and restarted: every tenant
-//! converges to Ready with exactly one of each host object, nothing duplicated or orphaned.
+//! The operator is killed (SIGKILL) mid-flight and restarted, twice over:
+//! - while 20 tenants provision their host side (this operator runs no control planes: the test
+//!   is about the host objects, and 20 control planes would not fit a small machine): every
+//!   tenant converges to Ready with exactly one of each host object, nothing duplicated;
+//! - while a tenant's control plane is being applied (the first objects of its rendered chart
+//!   exist): the restarted operator finishes it without recreating what was there, leaves no
+//!   object outside its inventory, and the tenant's API answers with the kubeconfig it hands out.
 
 use std::time::Duration;
 
@@ -14,8 +19,13 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
+    control_planes::{
+        inventory_of, labelled_objects, pinned_digest, rendered_objects, vcluster_flags,
+    },
     operator::{OperatorProcess, SHARD_LABEL, metric_sum, sharded_tenant},
-    wait_gone, wait_ready,
+    pods::{delete_tenant, leftovers},
+    tenant_cluster::{in_tenant, owner_kubeconfig},
+    wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::{
     api::{Tenant, TenantSpec},
@@ -150,4 +160,66 @@ async fn a_killed_operator_picks_up_where_it_left_off() {
                 .is_none()
         );
     }
+}
+
+#[tokio::test]
+async fn a_control_plane_killed_mid_apply_is_finished_after_the_restart() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants: Api<Tenant> = Api::all(client.clone());
+    let (shard, name) = ("restart-cp", "restart-cp");
+    let flags = vcluster_flags(&pinned_digest(), &[]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), shard, &flags).await;
+    delete_tenant(&env, name).await;
+    let spec = TenantSpec::new("vera@example.com", "2", "4Gi", None);
+    tenants
+        .create(&PostParams::default(), &sharded_tenant(name, spec, shard))
+        .await
+        .expect("create the tenant");
+
+    // Killed the moment its control plane's apply has begun.
+    wait_for(
+        "the first object of the tenant's rendered chart",
+        Duration::from_secs(120),
+        || async { (!rendered_objects(&env, name).is_empty()).then_some(()) },
+    )
+    .await;
+    operator.kill();
+    let at_kill = labelled_objects(&env, name);
+    let ready_at_kill = tenants.get(name).await.unwrap().is_ready();
+    assert!(!ready_at_kill, "the kill came after the tenant was Ready");
+
+    operator.restart().await;
+    let ready = wait_ready(&tenants, name, Duration::from_secs(300)).await;
+    let after = labelled_objects(&env, name);
+    let recreated: Vec<_> = at_kill.iter().filter(|o| !after.contains(o)).collect();
+    assert!(
+        recreated.is_empty(),
+        "objects there at the kill are kept (same uid), not recreated: {recreated:?}"
+    );
+    // Every object rendered into the namespace is one the inventory lists: nothing orphaned.
+    let ns = names::namespace(name);
+    let inventory = inventory_of(ready);
+    for (object, _) in rendered_objects(&env, name) {
+        let (kind, object_name) = object.split_once('/').expect("kind/name");
+        let suffix = format!("/{kind}/{ns}/{object_name}");
+        assert!(
+            inventory.iter().any(|e| e.ends_with(&suffix)),
+            "{object} is in the inventory {inventory:?}"
+        );
+    }
+    println!(
+        "killed with {} of the tenant's objects in its namespace, {} after the restart",
+        at_kill.len(),
+        after.len()
+    );
+    let (kubeconfig, _) = owner_kubeconfig(&env, name).await;
+    in_tenant(&env, &kubeconfig, &["get", "ns"]).await;
+    operator.assert_every_request_listed().await;
+
+    delete_tenant(&env, name).await;
+    let left = leftovers(&env, name, &ns);
+    assert!(left.is_empty(), "left of {name}: {left:?}");
 }

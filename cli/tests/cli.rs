@@ -76,14 +76,19 @@ impl User {
 
     /// Runs and expects success; returns stdout.
     async fn ok(&self, args: &[&str]) -> String {
+        self.ok_with_stderr(args).await.0
+    }
+
+    /// Runs and expects success; returns stdout and stderr (where progress goes).
+    async fn ok_with_stderr(&self, args: &[&str]) -> (String, String) {
         let out = self.run(args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
             out.status.success(),
-            "kubespaces {args:?} failed ({:?}): {}",
+            "kubespaces {args:?} failed ({:?}): {stderr}",
             out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout).unwrap()
+        (String::from_utf8(out.stdout).unwrap(), stderr)
     }
 
     /// Runs, expects exit `code` and a one-line error containing `needle`.
@@ -350,9 +355,19 @@ async fn the_spec_walk_through() {
         ])
         .await;
 
-    let table = alice
-        .ok(&["tenant", "get", "team-atlas", "--wait", "--timeout", "10m"])
+    let (table, progress) = alice
+        .ok_with_stderr(&["tenant", "get", "team-atlas", "--wait", "--timeout", "10m"])
         .await;
+    // Not on a terminal, --wait shows its progress one line per change: the tenant on its way,
+    // then Ready.
+    let steps: Vec<&str> = progress.lines().collect();
+    assert!(
+        steps.len() >= 2
+            && steps.iter().all(|l| l.starts_with("team-atlas: "))
+            && steps.windows(2).all(|w| w[0] != w[1])
+            && steps.last() == Some(&"team-atlas: Ready"),
+        "--wait's progress: {progress}"
+    );
     let tenant = tenants.get("team-atlas").await.unwrap();
     let api = tenant
         .status
@@ -600,6 +615,36 @@ async fn errors_are_one_line_with_their_exit_codes() {
         &["tenant", "kubeconfig", "cli-errors"],
         9,
         "has no kubeconfig yet",
+    )
+    .await;
+    // Its control plane takes longer than a second to start: the progress so far, then the
+    // error on one line.
+    let out = bob
+        .run(&["tenant", "get", "cli-errors", "--wait", "--timeout", "1s"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{stderr}");
+    assert!(
+        stderr.lines().last().is_some_and(|l| l.starts_with(
+            "kubespaces: error: tenant cli-errors was not Ready within 1s (last seen: cli-errors: "
+        )),
+        "{stderr}"
+    );
+    // Only an admin may name another owner.
+    bob.fails(
+        &[
+            "tenant",
+            "create",
+            "cli-errors-for-alice",
+            "--cpu",
+            "1",
+            "--memory",
+            "1Gi",
+            "--owner",
+            "alice@example.com",
+        ],
+        10,
+        "only an admin may create a tenant for another owner",
     )
     .await;
     // Someone else's tenant is as unknown as a missing one.

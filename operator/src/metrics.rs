@@ -101,6 +101,11 @@ impl Default for Metrics {
                 phase: phase.as_str().into(),
             });
         }
+        // Every method the controller sends, at 0 from the start: a standby's (or an idle
+        // operator's) writes read as 0 on a dashboard, not as a series that does not exist.
+        for verb in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let _ = api_requests.get_or_create(&RequestLabels { verb: verb.into() });
+        }
         Self {
             registry,
             reconciles,
@@ -183,5 +188,14 @@ mod tests {
         );
         m.set_phase("a", None);
         assert!(m.encode().contains("kubespaces_tenants{phase=\"Ready\"} 0"));
+    }
+
+    #[test]
+    fn request_counters_exist_before_the_first_request() {
+        let text = Metrics::default().encode();
+        for verb in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let series = format!("kubespaces_kube_api_requests_total{{verb=\"{verb}\"}} 0");
+            assert!(text.contains(&series), "{series} in\n{text}");
+        }
     }
 }

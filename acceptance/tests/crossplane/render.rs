@@ -29,17 +29,7 @@ pub fn read_yaml(path: &Path) -> Value {
 
 /// A tool built by `build-tools.sh --with crossplane`.
 pub fn tool(name: &str) -> PathBuf {
-    let bin = std::env::var("KUBESPACES_BIN")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .map(|b| PathBuf::from(b).join(name))
-        .expect("KUBESPACES_BIN (set by the harness): crossplane, xp-render and function-patch-and-transform are built by build-tools.sh --with crossplane");
-    assert!(
-        bin.exists(),
-        "{} is missing: run acceptance/harness/build-tools.sh --with crossplane",
-        bin.display()
-    );
-    bin
+    kubespaces_acceptance::built_tool(name, "crossplane")
 }
 
 pub fn scratch_dir() -> PathBuf {

@@ -1,0 +1,208 @@
+//! What the operator tells the people who run the platform and own the tenants
+//! (`docs/tenant-lifecycle.md`), on the real cluster, with an operator of this test's own under
+//! the chart's roles. Its tenants get their host side only: nothing here is about control planes,
+//! and a host-only tenant reaches each phase in seconds.
+//!
+//! - A tenant that fails (its namespace belongs to someone else) is a Warning Event `Failed`; once
+//!   the namespace is freed it becomes Ready, a Normal Event `Ready` ("again after Failed"), and
+//!   the time-to-Ready histogram counts it.
+//! - Ready and unchanged, a reconcile writes nothing.
+//! - `status.quota.used` shows what the tenant's pods take.
+//! - Its namespace deleted by hand is recreated, and the tenant is Ready again.
+//! - Deleting it is a Normal Event `Deleting`, and nothing of it is left.
+
+use std::time::Duration;
+
+use k8s_openapi::api::{
+    core::v1::{Namespace, Pod},
+    events::v1::Event,
+};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams, PostParams},
+};
+use kubespaces_acceptance::{
+    Env,
+    operator::{OperatorProcess, metric_sum, sharded_tenant},
+    pods::{self, delete_tenant, leftovers},
+    wait_for, wait_gone, wait_ready,
+};
+use kubespaces_operator::{
+    api::{Tenant, TenantSpec},
+    names,
+};
+use serde_json::json;
+
+const SHARD: &str = "observability";
+const TENANT: &str = "observed";
+
+/// The Events recorded about the Tenant `name` so far, as (type, reason, note).
+async fn events_of(client: &Client, name: &str) -> Vec<(String, String, String)> {
+    Api::<Event>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("list Events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Tenant") && r.name.as_deref() == Some(name)
+            })
+        })
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until an Event of `type_` with `reason` is recorded about the Tenant, and returns it.
+async fn wait_event(
+    client: &Client,
+    name: &str,
+    type_: &str,
+    reason: &str,
+) -> (String, String, String) {
+    wait_for(
+        &format!("a {type_} Event {reason} on tenant {name}"),
+        Duration::from_secs(60),
+        || async {
+            events_of(client, name)
+                .await
+                .into_iter()
+                .find(|(t, r, _)| t == type_ && r == reason)
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documented() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants: Api<Tenant> = Api::all(client.clone());
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = names::namespace(TENANT);
+    let operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), SHARD, &[]).await;
+    delete_tenant(&env, TENANT).await;
+    if namespaces.get_opt(&ns).await.ok().flatten().is_some() {
+        namespaces
+            .delete(&ns, &DeleteParams::default())
+            .await
+            .expect("delete a leftover namespace");
+        wait_gone(&namespaces, &ns, Duration::from_secs(120)).await;
+    }
+
+    // Its namespace is someone else's: Failed, and a Warning Event says so.
+    let squatted: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &squatted)
+        .await
+        .expect("someone else's namespace");
+    let spec = TenantSpec::new("quinn@example.com", "1", "1Gi", None);
+    tenants
+        .create(&PostParams::default(), &sharded_tenant(TENANT, spec, SHARD))
+        .await
+        .expect("create the tenant");
+    let (_, _, note) = wait_event(&client, TENANT, "Warning", "Failed").await;
+    assert!(note.contains(&ns), "the Event says why: {note}");
+    assert_eq!(tenants.get(TENANT).await.unwrap().phase(), Some("Failed"));
+
+    // The namespace freed, and the tenant looked at again: Ready, and a Normal Event for it.
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .expect("free the namespace");
+    wait_gone(&namespaces, &ns, Duration::from_secs(120)).await;
+    env.kubectl_ok(
+        &[
+            "annotate",
+            "--overwrite",
+            "tenant",
+            TENANT,
+            "reconcile.fluxcd.io/requestedAt=freed",
+        ],
+        None,
+    );
+    let ready = wait_ready(&tenants, TENANT, Duration::from_secs(120)).await;
+    wait_event(&client, TENANT, "Normal", "Ready").await;
+    let text = operator.metrics().await;
+    assert_eq!(
+        metric_sum(&text, "kubespaces_tenant_time_to_ready_seconds_count"),
+        1.0,
+        "the time-to-Ready histogram counts the one tenant this operator made Ready:\n{text}"
+    );
+
+    // Ready and unchanged: reconciles read, they do not write.
+    operator.poke(&env, TENANT, 0).await;
+    let settled = operator.writes().await;
+    for round in 1..=3 {
+        operator.poke(&env, TENANT, round).await;
+    }
+    assert_eq!(
+        operator.writes().await,
+        settled,
+        "a Ready tenant costs no writes per reconcile"
+    );
+
+    // What its pods take is in its status.
+    pods::wait_namespace_ready_for_pods(&client, &ns).await;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "busy"},
+        "spec": {"securityContext": pods::restricted_pod(), "containers": [{
+            "name": "app", "image": "nginx", "securityContext": pods::restricted_container(),
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                          "limits": {"cpu": "100m", "memory": "64Mi"}}}]}
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect("a pod in the tenant's namespace");
+    let used = wait_for(
+        "status.quota.used to show the pod",
+        Duration::from_secs(120),
+        || async {
+            let t = tenants.get(TENANT).await.ok()?;
+            let used = t.status?.quota?.used;
+            (used.get("requests.cpu").map(|q| q.0.as_str()) == Some("100m")).then_some(used)
+        },
+    )
+    .await;
+    assert_eq!(
+        used.get("requests.memory").map(|q| q.0.as_str()),
+        Some("64Mi"),
+        "{used:?}"
+    );
+
+    // Its namespace deleted by hand: recreated, and Ready again.
+    let first = ready.status.and_then(|s| s.namespace);
+    assert_eq!(first.as_deref(), Some(ns.as_str()));
+    let uid = namespaces.get(&ns).await.unwrap().metadata.uid;
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .expect("delete the tenant's namespace");
+    wait_for(
+        "the namespace recreated",
+        Duration::from_secs(180),
+        || async {
+            let again = namespaces.get_opt(&ns).await.ok()??;
+            (again.metadata.uid != uid && again.metadata.deletion_timestamp.is_none()).then_some(())
+        },
+    )
+    .await;
+    wait_ready(&tenants, TENANT, Duration::from_secs(120)).await;
+
+    // Deleted: a Normal Event, and nothing of it left.
+    env.kubectl_ok(&["delete", "tenant", TENANT, "--wait=false"], None);
+    wait_event(&client, TENANT, "Normal", "Deleting").await;
+    wait_gone(&tenants, TENANT, Duration::from_secs(120)).await;
+    let left = leftovers(&env, TENANT, &ns);
+    assert!(left.is_empty(), "left of {TENANT}: {left:?}");
+    operator.assert_every_request_listed().await;
+}
