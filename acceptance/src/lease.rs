@@ -1,7 +1,9 @@
-//! How a leader-election Lease changes hands, read from the Lease's own history (a watch that
-//! sees every write to it) rather than from how long the handover took: a graceful leader writes
-//! the Lease back with no holder before another replica takes it; a killed one cannot, and the
-//! next replica takes the Lease only once it has expired.
+//! How a leader-election Lease changes hands, read from the Lease's own writes (a watch that sees
+//! every one) rather than from how long the handover took: a replica may take the Lease only once
+//! it has expired (`renewTime + leaseDurationSeconds` of its holder's last renewal), or earlier
+//! when its holder handed it back. So a new holder whose `acquireTime` is before that expiry
+//! proves a hand-back, and one after it proves that a killed leader's Lease was respected. (Who
+//! cleared the holder says nothing: a standby clears an expired Lease too, before taking it.)
 
 use std::time::Duration;
 
@@ -17,9 +19,6 @@ use kube::{
 pub struct Handover {
     /// Who holds the Lease now.
     pub holder: String,
-    /// Whether some write between the old holder's last one and the new holder's left the Lease
-    /// with no holder: the old leader handed it back.
-    pub released: bool,
     /// Whether the new holder took it before the old holder's last renewal had expired
     /// (`renewTime + leaseDurationSeconds`): only possible when it was handed back.
     pub taken_before_expiry: bool,
@@ -73,7 +72,6 @@ pub async fn handover(
         .expect("watch the Lease")
         .boxed();
     act().await;
-    let mut released = false;
     let follow = async {
         while let Some(event) = events.try_next().await.expect("the Lease's watch") {
             let lease = match event {
@@ -83,7 +81,7 @@ pub async fn handover(
                 WatchEvent::Error(e) => panic!("the Lease's watch: {e}"),
             };
             match holder(&lease) {
-                None => released = true,
+                None => {}
                 Some(h) if h == from => last = lease,
                 Some(h) => {
                     let acquired = lease
@@ -97,7 +95,6 @@ pub async fn handover(
                     };
                     return Handover {
                         holder: h,
-                        released,
                         taken_before_expiry,
                     };
                 }

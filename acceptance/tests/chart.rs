@@ -296,8 +296,8 @@ impl Operator {
         .await;
         let handed_over = started.elapsed();
         assert_eq!(
-            (handover.released, handover.taken_before_expiry),
-            (graceful, graceful),
+            handover.taken_before_expiry,
+            graceful,
             "leader {leader} {how}: {}: {handover:?}",
             if graceful {
                 "it hands the Lease back, and the next pod takes it before it expires"

@@ -1,5 +1,8 @@
 //! `spec.writeConnectionSecretToRef`: the tenant kubeconfig copied into the named Secret, in
-//! allowed namespaces only, never over a Secret someone else made, removed with the Tenant.
+//! allowed namespaces only, never over a Secret someone else made, removed with the Tenant. The
+//! refusals are played with an operator that runs no control planes, the test publishing each
+//! tenant kubeconfig in the control plane's place (planted ones included); the copy a user relies
+//! on is also made from a real control plane's kubeconfig, and used.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -13,10 +16,13 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
+    control_planes::{pinned_digest, vcluster_flags},
     operator::{
         OperatorProcess, bind_connection_secrets, least_privileged_kubeconfig, sharded_tenant,
     },
-    wait_for, wait_gone,
+    pods::{delete_tenant, leftovers},
+    tenant_cluster::{in_tenant, private_kubeconfig},
+    wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::kubeconfig;
 use kubespaces_operator::{
@@ -30,12 +36,16 @@ const SHARD: &str = "connection-secret";
 const NS: &str = "kubespaces-connection-test";
 
 fn tenant(name: &str, target: &str, namespace: &str) -> Tenant {
+    tenant_of(SHARD, name, target, namespace)
+}
+
+fn tenant_of(shard: &str, name: &str, target: &str, namespace: &str) -> Tenant {
     let mut spec = TenantSpec::new("quinn@example.com", "1", "1Gi", None);
     spec.write_connection_secret_to_ref = Some(SecretReference {
         name: target.into(),
         namespace: namespace.into(),
     });
-    sharded_tenant(name, spec, SHARD)
+    sharded_tenant(name, spec, shard)
 }
 
 /// Waits for the Tenant's ConnectionSecretReady condition to have `reason`; returns its message.
@@ -115,22 +125,7 @@ async fn the_kubeconfig_is_copied_only_where_allowed_and_never_over_a_foreign_se
     let env = Env::get();
     let client = env.client().await;
     let tenants = env.tenants().await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(NS.into()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    namespaces
-        .patch(
-            NS,
-            &PatchParams::apply("kubespaces-acceptance").force(),
-            &Patch::Apply(&ns),
-        )
-        .await
-        .expect("namespace");
+    connection_namespace(&client).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
     // Someone else's Secret, where a Tenant will ask for its connection Secret.
     let foreign = match secrets.get_opt("foreign-conn").await.expect("get") {
@@ -276,4 +271,76 @@ async fn the_kubeconfig_is_copied_only_where_allowed_and_never_over_a_foreign_se
         after.metadata.resource_version,
         foreign.metadata.resource_version
     );
+}
+
+/// The namespace the connection Secrets go to, made (or kept) by the test.
+async fn connection_namespace(client: &kube::Client) {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(NS.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .patch(
+            NS,
+            &PatchParams::apply("kubespaces-acceptance").force(),
+            &Patch::Apply(&ns),
+        )
+        .await
+        .expect("namespace");
+}
+
+#[tokio::test]
+async fn a_real_control_planes_kubeconfig_is_copied_and_works() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    connection_namespace(&client).await;
+    let (shard, name) = ("connection-secret-cp", "conn-real");
+    let kubeconfig = least_privileged_kubeconfig(&client, None).await;
+    bind_connection_secrets(&client, &kubeconfig, NS).await;
+    let mut flags = vcluster_flags(&pinned_digest(), &[]);
+    flags.extend(["--connection-secret-namespaces".to_owned(), NS.to_owned()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let _operator = OperatorProcess::start_as(
+        env.operator_bin(),
+        shard,
+        &flags,
+        Some(kubeconfig.path.clone()),
+    )
+    .await;
+    delete_tenant(&env, name).await;
+    tenants
+        .create(&PostParams::default(), &tenant_of(shard, name, name, NS))
+        .await
+        .expect("create the tenant");
+    wait_ready(&tenants, name, Duration::from_secs(300)).await;
+    connection_condition(&tenants, name, "Written").await;
+
+    // The copy, used as the user who asked for it would: kubectl with exactly that file.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let copied = secrets
+        .get(name)
+        .await
+        .expect("the connection Secret")
+        .data
+        .and_then(|mut d| d.remove("kubeconfig"))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .expect("a kubeconfig in the connection Secret");
+    let path = private_kubeconfig(&format!("{name}-connection.kubeconfig"), &copied);
+    let namespaces = in_tenant(&env, &path, &["get", "ns", "-o", "name"]).await;
+    assert!(
+        namespaces.lines().any(|l| l == "namespace/default"),
+        "the copied kubeconfig reaches the tenant: {namespaces}"
+    );
+
+    delete_tenant(&env, name).await;
+    assert!(
+        secrets.get_opt(name).await.expect("get").is_none(),
+        "the copy goes with its Tenant"
+    );
+    let left = leftovers(&env, name, &names::namespace(name));
+    assert!(left.is_empty(), "left of {name}: {left:?}");
 }
