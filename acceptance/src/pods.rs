@@ -569,6 +569,9 @@ pub fn leftovers(env: &Env, tenant: &str, ns: &str) -> Vec<String> {
             .filter(|(_, claim_ns)| *claim_ns == ns)
             .map(|(pv, _)| format!("persistentvolume/{pv} (bound to a claim in {ns})")),
     );
+    // The namespace itself is also listed by its label.
+    left.sort();
+    left.dedup();
     left
 }
 

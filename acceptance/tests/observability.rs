@@ -36,8 +36,9 @@ use serde_json::json;
 const SHARD: &str = "observability";
 const TENANT: &str = "observed";
 
-/// The Events recorded about the Tenant `name` so far, as (type, reason, note).
-async fn events_of(client: &Client, name: &str) -> Vec<(String, String, String)> {
+/// The Events recorded so far about the Tenant with `uid` (not merely its name: an earlier Tenant
+/// of the name has another uid, and its Events outlive it), as (type, reason, note).
+async fn events_of(client: &Client, uid: &str) -> Vec<(String, String, String)> {
     Api::<Event>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -46,7 +47,7 @@ async fn events_of(client: &Client, name: &str) -> Vec<(String, String, String)>
         .into_iter()
         .filter(|e| {
             e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("Tenant") && r.name.as_deref() == Some(name)
+                r.kind.as_deref() == Some("Tenant") && r.uid.as_deref() == Some(uid)
             })
         })
         .map(|e| {
@@ -59,18 +60,19 @@ async fn events_of(client: &Client, name: &str) -> Vec<(String, String, String)>
         .collect()
 }
 
-/// Waits until an Event of `type_` with `reason` is recorded about the Tenant, and returns it.
+/// Waits until an Event of `type_` with `reason` is recorded about the Tenant with `uid`, and
+/// returns it.
 async fn wait_event(
     client: &Client,
-    name: &str,
+    uid: &str,
     type_: &str,
     reason: &str,
 ) -> (String, String, String) {
     wait_for(
-        &format!("a {type_} Event {reason} on tenant {name}"),
+        &format!("a {type_} Event {reason} on tenant {TENANT}"),
         Duration::from_secs(60),
         || async {
-            events_of(client, name)
+            events_of(client, uid)
                 .await
                 .into_iter()
                 .find(|(t, r, _)| t == type_ && r == reason)
@@ -99,16 +101,21 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
 
     // Its namespace is someone else's: Failed, and a Warning Event says so.
     let squatted: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-    namespaces
+    let squatted_uid = namespaces
         .create(&PostParams::default(), &squatted)
         .await
-        .expect("someone else's namespace");
+        .expect("someone else's namespace")
+        .metadata
+        .uid;
     let spec = TenantSpec::new("quinn@example.com", "1", "1Gi", None);
-    tenants
+    let uid = tenants
         .create(&PostParams::default(), &sharded_tenant(TENANT, spec, SHARD))
         .await
-        .expect("create the tenant");
-    let (_, _, note) = wait_event(&client, TENANT, "Warning", "Failed").await;
+        .expect("create the tenant")
+        .metadata
+        .uid
+        .expect("a uid");
+    let (_, _, note) = wait_event(&client, &uid, "Warning", "Failed").await;
     assert!(note.contains(&ns), "the Event says why: {note}");
     assert_eq!(tenants.get(TENANT).await.unwrap().phase(), Some("Failed"));
 
@@ -117,7 +124,17 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
         .delete(&ns, &DeleteParams::default())
         .await
         .expect("free the namespace");
-    wait_gone(&namespaces, &ns, Duration::from_secs(120)).await;
+    // Gone, or already made again by the operator (it watches namespaces): then a look at once.
+    wait_for(
+        "the squatted namespace gone",
+        Duration::from_secs(120),
+        || async {
+            let now = namespaces.get_opt(&ns).await.ok()?;
+            now.is_none_or(|n| n.metadata.uid != squatted_uid)
+                .then_some(())
+        },
+    )
+    .await;
     env.kubectl_ok(
         &[
             "annotate",
@@ -129,7 +146,7 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
         None,
     );
     let ready = wait_ready(&tenants, TENANT, Duration::from_secs(120)).await;
-    wait_event(&client, TENANT, "Normal", "Ready").await;
+    wait_event(&client, &uid, "Normal", "Ready").await;
     let text = operator.metrics().await;
     assert_eq!(
         metric_sum(&text, "kubespaces_tenant_time_to_ready_seconds_count"),
@@ -182,7 +199,7 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
     // Its namespace deleted by hand: recreated, and Ready again.
     let first = ready.status.and_then(|s| s.namespace);
     assert_eq!(first.as_deref(), Some(ns.as_str()));
-    let uid = namespaces.get(&ns).await.unwrap().metadata.uid;
+    let ns_uid = namespaces.get(&ns).await.unwrap().metadata.uid;
     namespaces
         .delete(&ns, &DeleteParams::default())
         .await
@@ -192,7 +209,8 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
         Duration::from_secs(180),
         || async {
             let again = namespaces.get_opt(&ns).await.ok()??;
-            (again.metadata.uid != uid && again.metadata.deletion_timestamp.is_none()).then_some(())
+            (again.metadata.uid != ns_uid && again.metadata.deletion_timestamp.is_none())
+                .then_some(())
         },
     )
     .await;
@@ -200,7 +218,7 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
 
     // Deleted: a Normal Event, and nothing of it left.
     env.kubectl_ok(&["delete", "tenant", TENANT, "--wait=false"], None);
-    wait_event(&client, TENANT, "Normal", "Deleting").await;
+    wait_event(&client, &uid, "Normal", "Deleting").await;
     wait_gone(&tenants, TENANT, Duration::from_secs(120)).await;
     let left = leftovers(&env, TENANT, &ns);
     assert!(left.is_empty(), "left of {TENANT}: {left:?}");

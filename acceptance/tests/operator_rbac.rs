@@ -45,13 +45,15 @@ async fn a_missing_permission_is_named_in_the_tenant_conditions() {
     wait_gone(&tenants, "rbac-missing", Duration::from_secs(60)).await;
 
     let spec = TenantSpec::new("peggy@example.com", "1", "1Gi", None);
-    tenants
+    let uid = tenants
         .create(
             &PostParams::default(),
             &sharded_tenant("rbac-missing", spec, SHARD),
         )
         .await
-        .expect("create");
+        .expect("create")
+        .metadata
+        .uid;
 
     let synced = wait_for(
         "a Synced condition naming the missing permission",
@@ -95,7 +97,7 @@ async fn a_missing_permission_is_named_in_the_tenant_conditions() {
                 .find(|e| {
                     e.regarding
                         .as_ref()
-                        .is_some_and(|r| r.name.as_deref() == Some("rbac-missing"))
+                        .is_some_and(|r| r.uid.is_some() && r.uid == uid)
                         && e.type_.as_deref() == Some("Warning")
                         && e.reason.as_deref() == Some("MissingPermission")
                 })
