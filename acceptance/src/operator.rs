@@ -605,7 +605,13 @@ pub async fn least_privileged_kubeconfig(
         .and_then(|s| s.token)
         .expect("a token in the TokenRequest status");
 
-    let path = kubeconfig_dir().join(format!("kubeconfig-{namespace}-{account}"));
+    // A file per call: tests of one binary run at once, and two may ask for the same account.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = kubeconfig_dir().join(format!(
+        "kubeconfig-{namespace}-{account}-{}-{call}",
+        std::process::id()
+    ));
     write_private(&path, &token_kubeconfig(&token));
     OperatorKubeconfig {
         path,
