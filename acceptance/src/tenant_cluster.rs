@@ -91,3 +91,14 @@ pub async fn in_tenant(env: &Env, kubeconfig: &Path, args: &[&str]) -> String {
     })
     .await
 }
+
+/// Asserts that kubectl with exactly `kubeconfig` (a file a user was handed) reaches the tenant's
+/// own API: it lists the tenant's `default` namespace.
+pub async fn assert_reaches_tenant(env: &Env, kubeconfig: &Path) {
+    let namespaces = in_tenant(env, kubeconfig, &["get", "ns", "-o", "name"]).await;
+    assert!(
+        namespaces.lines().any(|l| l == "namespace/default"),
+        "the kubeconfig {} reaches the tenant: {namespaces}",
+        kubeconfig.display()
+    );
+}

@@ -17,7 +17,7 @@ use kube::api::DeleteParams;
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, PASSWORD, Server},
-    tenant_cluster::{in_tenant, private_kubeconfig},
+    tenant_cluster::{assert_reaches_tenant, private_kubeconfig},
     wait_for, wait_gone,
 };
 
@@ -260,11 +260,7 @@ async fn log_in_create_watch_ready_and_download_in_chromium() {
         "portal-demo.kubeconfig",
         download["body"].as_str().expect("the kubeconfig's text"),
     );
-    let namespaces = in_tenant(&env, &kubeconfig, &["get", "ns", "-o", "name"]).await;
-    assert!(
-        namespaces.lines().any(|l| l == "namespace/default"),
-        "the downloaded kubeconfig reaches the tenant: {namespaces}"
-    );
+    assert_reaches_tenant(&env, &kubeconfig).await;
     page.find_element("#kubeconfig")
         .await
         .unwrap()
