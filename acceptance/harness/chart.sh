@@ -10,7 +10,8 @@
 #       Needs no cluster.
 #   chart.sh install STATE_DIR [helm args]
 #       builds the operator's image from the release binary (target/release/kubespaces-operator,
-#       build it first), imports it into the node of the cluster in STATE_DIR (images.sh operator),
+#       build it first; KUBESPACES_OPERATOR_BINARY names another build: make test's is the debug
+#       build its tests run), imports it into the node of the cluster in STATE_DIR (images.sh operator),
 #       then `helm upgrade --install kubespaces charts/kubespaces -n kubespaces-system
 #       --create-namespace --wait` with that image, and waits until every replica is Ready. On a
 #       cluster with the platform Gateway (KUBESPACES_API_GATEWAY in its operator.env) every Tenant
@@ -117,7 +118,7 @@ check() {
 install() {
   load_state "$@"; shift
   BIN=$(bin_dir); HELM="$BIN/helm"
-  local op="$REPO_ROOT/target/release/kubespaces-operator" image t0=$SECONDS
+  local op=${KUBESPACES_OPERATOR_BINARY:-$REPO_ROOT/target/release/kubespaces-operator} image t0=$SECONDS
   [ -x "$op" ] || die "$op not found: cargo build --release -p kubespaces-operator"
   image=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" operator "$STATE" "$op")
   # Tenant control planes where the cluster has what they need (a real node with the platform

@@ -8,14 +8,15 @@
 # import: builds (or looks up), then loads into the containerd of the cluster in STATE_DIR every
 #   image whose ID that containerd does not hold yet under that tag (STATE_DIR/node/images records
 #   the IDs imported), so a warm start imports nothing; prints the same lines as build.
-# operator: builds the operator's image from BINARY (the release build of kubespaces-operator) and
-#   imports it the same way; prints its name, localhost/kubespaces/operator:<tag>, where the tag
-#   is a digest of the image's content, so a rebuilt binary gets a new name and the chart's
-#   Deployment rolls. The image holds the binary, exactly the shared libraries `ldd` lists for it
-#   (with the dynamic loader), helm and the pinned vCluster chart archive(s) of charts/vcluster
-#   (under /usr/share/kubespaces/charts), and an /etc for its user, 65532; no shell. It is also tagged with
-#   the operator's version (the chart's appVersion), which the chart's default values name. Older
-#   operator images are removed from the node.
+# operator: builds the operator's image from BINARY (a build of kubespaces-operator: the release
+#   build, or make test's debug build) and imports it the same way; prints its name,
+#   localhost/kubespaces/operator:<tag>, where the tag is a digest of the image's content, so a
+#   rebuilt binary gets a new name and the chart's Deployment rolls. The image holds the binary,
+#   exactly the shared libraries `ldd` lists for it (with the dynamic loader), helm and the pinned
+#   vCluster chart archive(s) of charts/vcluster (under /usr/share/kubespaces/charts), and an /etc
+#   for its user, 65532; no shell. It is also tagged with the operator's version (the chart's
+#   appVersion), which the chart's default values name. Older operator images are removed from
+#   the node.
 # vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
 #   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
 #
@@ -113,7 +114,7 @@ rootfs_busybox() {
   done
 }
 
-# The operator: BINARY without its debug info (the release profile keeps line tables, 80% of the
+# The operator: BINARY without its debug info (both profiles keep line tables, 80% of the
 # file; symbols stay, so backtraces still name functions), the shared libraries it loads and the
 # dynamic loader, each at the path `ldd` names (the copy is of the file a symlink points to), and
 # users for uid 65532.

@@ -2,23 +2,29 @@
 # run-tests.sh — `make test`: every check and test, against a fresh control plane in
 # .kubespaces/test/ (the dev cluster of `make up` is never touched).
 #
-#   1. cargo fmt --check, cargo clippy -D warnings
-#   2. compile all tests and binaries first, and the release operator for its image (rustc and a
-#      starting apiserver would fight for 2 cores)
-#   3. build or look up the cached control-plane binaries, helm and the vCluster's (the tools only
-#      some tests use, health-check, Crossplane and OpenTofu, build in the background in step 6)
-#   4. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check)
-#   5. fresh cluster (the CRDs only) + the chart installed with helm: the shared operator runs as two
-#      pods under its ServiceAccount, from an image of the release build, for every Tenant not
-#      labelled kubespaces.io/test-operator (tests that need their own operator start one for
-#      Tenants carrying that label)
-#   6. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1
-#   7. the provider's acceptance tests, once with terraform and once with OpenTofu (built from its
-#      pinned Go module by build-tools.sh, like the control plane)
-#   8. the shared operator never crashed (it ends and restarts when it loses the Lease, by design)
-#      and all its replicas are Ready
+#   1. cargo fmt --check
+#   2. the cached control-plane binaries, helm, the vCluster's and Dex's, built (or looked up) in
+#      the background (logs/../test-tools.log) while all tests and binaries compile in the
+#      foreground: each keeps about 1.9 of the 2 cores busy, and each fills the other's gaps
+#      (module downloads, links, a lone crate)
+#   3. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check)
+#   4. fresh cluster (the CRDs only) + the chart installed with helm: the shared operator runs as two
+#      pods under its ServiceAccount, from an image of the debug build the tests run too (the same
+#      code as the release build; make up and the benchmarks use the release build), for every
+#      Tenant not labelled kubespaces.io/test-operator (tests that need their own operator start
+#      one for Tenants carrying that label); Dex
+#   5. in the background, at a lower priority, in CPU time the tests mostly leave idle: cargo
+#      clippy -D warnings (its own target dir, target/clippy) and the tools only some tests use
+#      (health-check, Crossplane, OpenTofu; their tests wait for them)
+#   6. alone: the tests that take the shared cluster down in part (the API server's outage, the
+#      shared operator's leader killed); #[ignore]d in a plain cargo test, run with --ignored
+#   7. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1, and beside it
+#      the provider's acceptance tests, once with terraform and once with OpenTofu
+#   8. clippy passed, the shared operator never crashed (it ends and restarts when it loses the
+#      Lease, by design) and all its replicas are Ready
 #   9. after the cluster stopped: nothing of it is left on the machine (host-state.sh before/after)
 # Everything started here is stopped on exit (trap), and component logs are printed on failure.
+# The end of the output is the time of each phase and the ten slowest test binaries.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -29,34 +35,23 @@ cd "$REPO_ROOT"
 # Golden-file tests rewrite their files instead of comparing them when this is set: here they
 # must compare.
 unset KUBESPACES_UPDATE_MANIFESTS
+
+# The time of each phase, printed at the end (the cold-run budget is read from it).
+T0=$SECONDS
+PHASES=()
+phase_t=$SECONDS
+step() { log "==> $*"; }
+# phase NAME: the time since the previous phase ended is NAME's.
+phase() { PHASES+=("$1|$((SECONDS - phase_t))"); phase_t=$SECONDS; }
+TEST_LOGS=()
+
 ensure_runtime_tools
 # The portal's test drives a real headless Chromium (Debian's package).
 ensure_cmds chromium:chromium
 ensure_node_tools
 ensure_go
 ensure_rust
-
-step() { log "==> $*"; }
-T0=$SECONDS
-
-step "cargo fmt --check"
-cargo fmt --all --check
-step "cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
-step "compiling all tests and binaries (cargo test --workspace --no-run; cargo build --workspace --bins)"
-cargo test --workspace --no-run
-cargo build --workspace --bins
-[ -x target/debug/kubespaces-operator ] || die "target/debug/kubespaces-operator was not built"
-step "the release operator, for its image (cargo build --release -p kubespaces-operator)"
-cargo build --release -p kubespaces-operator
-
-step "control-plane binaries, helm and the vCluster's (cached after the first build)"
-BIN=$("$HARNESS_DIR/build-tools.sh" --with helm --with vcluster)
-
-step "the chart (helm lint, generated manifests, values schema)"
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
-# The pinned vCluster chart archive is the module's chart/, file for file (provenance).
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/vcluster-chart.sh" check
+phase "the machine's packages (apt-get, when missing)"
 
 cluster_started=false
 status=0
@@ -64,8 +59,11 @@ status=0
 cleanup() {
   local rc=$?
   [ "$status" -ne 0 ] || status=$rc
-  # The background build of the late tools, when the run ends before it did.
-  [ -z "${LATE_TOOLS:-}" ] || kill -TERM -- "-$LATE_TOOLS" 2>/dev/null || true
+  # Background work the run did not wait for (it ended early).
+  local group
+  for group in ${CLUSTER_TOOLS:-} ${LATE_TOOLS:-} ${CLIPPY:-} ${PROVIDER_LANE:-}; do
+    kill -TERM -- "-$group" 2>/dev/null || true
+  done
   if $cluster_started; then
     # The operator pods' logs live on the node: keep them with the components' logs.
     "$HARNESS_DIR/chart.sh" logs "$STATE" 2>/dev/null || true
@@ -95,13 +93,76 @@ cleanup() {
       log "host check: nothing of the test cluster is left on the machine"
     fi
   fi
+  print_phases
+  [ ${#TEST_LOGS[@]} -eq 0 ] || slowest_test_binaries 10 "${TEST_LOGS[@]}"
   log "make test finished in $((SECONDS - T0))s with exit $status"
   exit "$status"
+}
+# slowest_test_binaries N LOG...: the N test binaries that took longest, from cargo test's output
+# (each "Running <target> (<path>)" line, then its "test result: ... finished in <s>s").
+# shellcheck disable=SC2317  # invoked by cleanup
+slowest_test_binaries() {
+  local n=$1; shift
+  log "the $n slowest test binaries (s):"
+  awk '/^ *Running / { bin = $NF; sub(/^\(.*\//, "", bin); sub(/-[0-9a-f]+\)$/, "", bin)
+                       name = ($2 == "unittests") ? bin " (unit tests)" : $2
+                       lane = FILENAME; sub(/.*\//, "", lane); sub(/\.log$/, "", lane) }
+       /^test result:/ && name != "" { t = $NF; sub(/s$/, "", t)
+                                       printf "  %8.1f  %s (%s)\n", t, name, lane; name = "" }' \
+    "$@" 2>/dev/null | sort -rn | head -n "$n" >&3
+}
+# shellcheck disable=SC2317  # invoked by cleanup
+print_phases() {
+  local p
+  log "time per phase (s):"
+  for p in ${PHASES[@]+"${PHASES[@]}"}; do
+    printf '  %6s  %s\n' "${p##*|}" "${p%|*}" >&3
+  done
 }
 trap cleanup EXIT
 # Ctrl-C / CI cancellation: run the same cleanup (via EXIT) with a conventional exit code.
 trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+# The Go builds of the cluster, in the background from here on (their own process group, so the
+# cleanup can stop them): the cluster needs them only after every Rust build is done.
+mkdir -p "$REPO_ROOT/.kubespaces"
+TOOLS_LOG="$REPO_ROOT/.kubespaces/test-tools.log"
+BIN_FILE="$REPO_ROOT/.kubespaces/test-tools.bin"
+rm -f "$BIN_FILE"
+step "control-plane binaries, helm, the vCluster's and Dex, in the background (${TOOLS_LOG#"$REPO_ROOT/"})"
+setsid bash -c '"$1/build-tools.sh" --with helm --with vcluster --with dex >"$2.tmp" 2>"$3" && mv "$2.tmp" "$2"' \
+  cluster-tools "$HARNESS_DIR" "$BIN_FILE" "$TOOLS_LOG" &
+CLUSTER_TOOLS=$!
+
+step "compiling all tests and binaries (cargo test --workspace --no-run; cargo build --workspace --bins)"
+cargo test --workspace --no-run
+cargo build --workspace --bins
+# The runs below that name their packages (features are unified per selection of packages).
+cargo test -p kubespaces-acceptance --test api_outage --test chart --no-run
+cargo test -p terraform-provider-kubespaces --test acceptance --no-run
+[ -x target/debug/kubespaces-operator ] || die "target/debug/kubespaces-operator was not built"
+phase "Rust: fmt, tests and binaries"
+
+step "waiting for the control-plane binaries"
+if ! wait "$CLUSTER_TOOLS" || [ ! -s "$BIN_FILE" ]; then
+  CLUSTER_TOOLS=
+  cat "$TOOLS_LOG" >&2
+  die "build-tools.sh --with helm --with vcluster --with dex failed (above)"
+fi
+CLUSTER_TOOLS=
+BIN=$(cat "$BIN_FILE")
+# What was built and how long each took (cold), or nothing (cached).
+grep -E '^build-tools: built ' "$TOOLS_LOG" >&2 || true
+phase "Go: the cluster's binaries (after the Rust builds they ran beside)"
+
+step "the chart (helm lint, generated manifests, values schema)"
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
+# The pinned vCluster chart archive is the module's chart/, file for file (provenance).
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/vcluster-chart.sh" check
 
 step "fresh control plane in ${STATE#"$REPO_ROOT/"}"
 # Stop whatever a previous (killed) run left behind in this state dir, then start from nothing.
@@ -114,17 +175,18 @@ cluster_started=true
 # must see them at once): the chart installs everything else.
 KUBESPACES_MANIFESTS=crds KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
 
-step "the chart: helm install of the shared operator (kubespaces-system)"
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" install "$STATE" \
-  --set-string operator.selector='!kubespaces.io/test-operator'
+step "the chart: helm install of the shared operator (kubespaces-system), from the debug build"
+KUBESPACES_OPERATOR_BINARY="$REPO_ROOT/target/debug/kubespaces-operator" KUBESPACES_BIN="$BIN" \
+  "$HARNESS_DIR/chart.sh" install "$STATE" --set-string operator.selector='!kubespaces.io/test-operator'
 
 # --- Dex, for the server's, the portal's and the CLI's tests (they read KUBESPACES_OIDC_ISSUER) ---
 step "Dex, the OIDC provider of the server, portal and CLI tests (dex.sh)"
-KUBESPACES_BIN="$("$HARNESS_DIR/build-tools.sh" --with dex)" "$HARNESS_DIR/dex.sh" start "$STATE"
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/dex.sh" start "$STATE"
 # --- end Dex ---
+phase "cluster, chart and Dex"
 
-# The tools only some tests use build while the first tests run, at a lower priority, in CPU
-# time the tests mostly leave idle (cold: about 8 min of build; cached: a lookup): health-check
+# The tools only some tests use build while the tests run, at a lower priority, in CPU time the
+# tests mostly leave idle (cold: about 8 min of build; cached: a lookup): health-check
 # (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu (the provider's second pass).
 # Their tests wait for them (kubespaces_acceptance::built_tool); their links are dropped first so
 # that no test runs a stale build of an older pin.
@@ -135,36 +197,91 @@ setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with crossp
   || echo "build-tools.sh --with health-check --with crossplane --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
   late-tools "$HARNESS_DIR" "$STATE" &
 LATE_TOOLS=$!
+# Clippy too: a check build of its own (it shares no artifact with the test build), so in its own
+# target dir, where it never waits for the lock of the cargo runs below.
+step "cargo clippy --workspace --all-targets -- -D warnings, in the background (logs/clippy.log)"
+setsid bash -c 'CARGO_TARGET_DIR="$1/target/clippy" nice -n 10 \
+    cargo clippy --workspace --all-targets -- -D warnings >"$2/logs/clippy.log" 2>&1' \
+  clippy "$REPO_ROOT" "$STATE" &
+CLIPPY=$!
 
-step "cargo test --workspace"
 # shellcheck disable=SC1091
 . "$STATE/env"
 export KUBESPACES_ACCEPTANCE=1
 # Tests that start an operator of their own run the debug build, for their own Tenants.
 export KUBESPACES_OPERATOR_BIN="$REPO_ROOT/target/debug/kubespaces-operator"
-# --no-fail-fast: one failing test binary must not hide the results of the others.
-cargo test --workspace --no-fail-fast || status=$?
+
+# Each cargo run's output is kept, for the slowest binaries at the end.
+# cargo_tests LOG ARGS...: cargo test ARGS, its output on stdout and in $STATE/logs/LOG.
+cargo_tests() {
+  local log="$STATE/logs/$1"; shift
+  TEST_LOGS+=("$log")
+  cargo test "$@" 2>&1 | tee "$log"
+}
+
+step "alone: the tests that take part of the shared cluster down (API server outage, leader killed)"
+# Nothing else runs meanwhile: a test beside them would see the outage as its own failure.
+cargo_tests alone.log -p kubespaces-acceptance --test api_outage --test chart -- --ignored || status=$?
+phase "tests alone: API server outage, shared leader killed"
 
 # The provider's acceptance tests drive the real terraform binary against this cluster and its
-# operator (they are #[ignore]d in a plain `cargo test`, which has no cluster).
-step "provider acceptance tests (terraform)"
-if command -v terraform >/dev/null 2>&1; then
-  TF_ACC=1 cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored || status=$?
-else
-  # Terraform is not in any package registry this project can reach, so a machine may lack it;
-  # the OpenTofu pass below always runs (the harness builds tofu from its Go module).
-  log "terraform is not installed: the terraform pass is skipped (install terraform >= 1.11 to run it); OpenTofu still runs"
-fi
+# operator (they are #[ignore]d in a plain `cargo test`, which has no cluster), then OpenTofu.
+# They run beside cargo test --workspace: their tenants have names of their own (the test
+# process's id), and the CPU the other tests leave idle is theirs; one test at a time, so that
+# they add one tenant's load to the other tests', not two. Their output is printed after cargo
+# test's.
+TEST_LOGS+=("$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log")
+step "provider acceptance tests with terraform, then OpenTofu, beside cargo test (logs/provider-*.log)"
+setsid bash -c '
+  status=0
+  if command -v terraform >/dev/null 2>&1; then
+    TF_ACC=1 cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored \
+      --test-threads=1 >"$1/logs/provider-terraform.log" 2>&1 || status=1
+  else
+    # Terraform is not in any package registry this project can reach, so a machine may lack it;
+    # the OpenTofu pass always runs (the harness builds tofu from its Go module).
+    echo "terraform is not installed: the terraform pass is skipped (install terraform >= 1.11 to run it); OpenTofu still runs" \
+      >"$1/logs/provider-terraform.log"
+  fi
+  # OpenTofu comes from the late tools: wait for their build (it says when it failed).
+  while [ ! -x "$2/tofu" ]; do
+    if [ -f "$1/tools.failed" ]; then cat "$1/tools.failed" >"$1/logs/provider-tofu.log"; exit 1; fi
+    sleep 2
+  done
+  echo "OpenTofu $("$2/tofu" version | awk "/^OpenTofu/ {print \$2}")" >"$1/logs/provider-tofu.log"
+  TF_ACC=1 TF_ACC_TERRAFORM_PATH="$2/tofu" \
+    cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored --test-threads=1 \
+    >>"$1/logs/provider-tofu.log" 2>&1 || status=1
+  exit $status' provider-lane "$STATE" "$BIN" &
+PROVIDER_LANE=$!
+
+step "cargo test --workspace"
+# --no-fail-fast: one failing test binary must not hide the results of the others.
+cargo_tests cargo-test.log --workspace --no-fail-fast || status=$?
+phase "cargo test --workspace (the provider's tests beside it)"
+
+step "the provider's acceptance tests (terraform, then OpenTofu): waiting for them"
+wait "$PROVIDER_LANE" || status=1
+PROVIDER_LANE=
+cat "$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log"
+phase "the provider's tests, after cargo test ended"
+
 wait "$LATE_TOOLS" || true
 LATE_TOOLS=
 if [ -f "$STATE/tools.failed" ]; then
   log "$(cat "$STATE/tools.failed")"
   status=1
-  exit $status
 fi
-step "provider acceptance tests (OpenTofu $("$BIN/tofu" version 2>/dev/null | awk '/^OpenTofu/ {print $2}'))"
-TF_ACC=1 TF_ACC_TERRAFORM_PATH="$BIN/tofu" \
-  cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored || status=$?
+step "clippy (its output follows)"
+clippy_rc=0
+wait "$CLIPPY" || clippy_rc=$?
+CLIPPY=
+cat "$STATE/logs/clippy.log"
+if [ "$clippy_rc" -ne 0 ]; then
+  log "cargo clippy --workspace --all-targets -- -D warnings failed (above)"
+  status=1
+fi
+phase "waiting for clippy and the late tools"
 
 # A test run can pass while the shared operator crashed underneath it; that is a failure too.
 # (The chart test kills the leader pod on purpose: its replacement is a new pod, not a restart.)

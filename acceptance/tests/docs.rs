@@ -19,6 +19,11 @@
 //! naming the page, the command's line and its block's line. Each page's tenant ([`PAGES`]) is
 //! used by no other test; it is deleted before and after the run, whatever happened.
 //!
+//! **Every command block.** A ` ```console `, ` ```sh `, ` ```shell ` or ` ```bash ` block of
+//! `docs/*.md`, `README.md` or the chart's README that is not run here says so on the line before
+//! it: `<!-- run by <test file> <test function> -->` (that test must exist and read the page) or
+//! `<!-- not run: <why> -->`. This part needs no cluster.
+//!
 //! **Names.** `docs/tenant-lifecycle.md` must name every condition type and reason the operator
 //! sets (the PascalCase string literals of its conditions, errors and reconciler), and every
 //! such name, annotation or finalizer it mentions must exist in the operator's code. This part
@@ -600,4 +605,136 @@ fn console_blocks_parse_and_match_as_documented() {
     assert!(line_matches("a ... c ... e", "a b c d e"));
     assert!(!line_matches("a ... c", "a b"));
     assert!(line_matches("x...", "x"));
+}
+
+/// The languages of a fenced block that hold commands for a reader to type.
+const COMMAND_LANGUAGES: [&str; 4] = ["console", "sh", "shell", "bash"];
+/// What marks a command block another test runs: `<!-- run by <test file> <test function> -->`,
+/// on the line before it.
+const RUN_BY: &str = "<!-- run by ";
+/// What marks a command block that is not run: `<!-- not run: <why> -->`, on the line before it.
+const NOT_RUN: &str = "<!-- not run:";
+
+/// The command blocks of a page, as this test accounts for them.
+#[derive(Debug, Default, PartialEq)]
+struct CommandBlocks {
+    /// Blocks (line, language) that neither run here (a ` ```console ` block of a runnable page)
+    /// nor name the test that runs them nor say why they are not run.
+    unaccounted: Vec<(usize, String)>,
+    /// (line, test file, test function) of the blocks another test runs.
+    run_by: Vec<(usize, String, String)>,
+}
+
+/// `<!-- PREFIX rest -->` on `line`: the rest, when it is not empty.
+fn marker<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = line
+        .trim()
+        .strip_prefix(prefix)?
+        .strip_suffix("-->")?
+        .trim();
+    (!rest.is_empty()).then_some(rest)
+}
+
+fn command_blocks(markdown: &str, runnable: bool) -> CommandBlocks {
+    let mut blocks = CommandBlocks::default();
+    let mut fence: Option<String> = None;
+    let mut previous = "";
+    for (i, line) in markdown.lines().enumerate() {
+        let trimmed = line.trim_start();
+        match &fence {
+            Some(f) if trimmed.trim_end() == f => fence = None,
+            Some(_) => {}
+            None if trimmed.starts_with("```") || trimmed.starts_with("~~~") => {
+                let f: String = trimmed
+                    .chars()
+                    .take_while(|c| *c == trimmed.chars().next().unwrap_or('`'))
+                    .collect();
+                let language = trimmed[f.len()..].trim().to_owned();
+                if COMMAND_LANGUAGES.contains(&language.as_str())
+                    && !(runnable && language == "console")
+                    && marker(previous, NOT_RUN).is_none()
+                {
+                    let by = marker(previous, RUN_BY).and_then(|by| by.split_once(' '));
+                    match by {
+                        Some((file, test)) => {
+                            blocks
+                                .run_by
+                                .push((i + 1, file.to_owned(), test.trim().to_owned()))
+                        }
+                        None => blocks.unaccounted.push((i + 1, language)),
+                    }
+                }
+                fence = Some(f);
+            }
+            None => {}
+        }
+        previous = line;
+    }
+    blocks
+}
+
+#[test]
+fn every_command_block_of_the_docs_runs_in_a_test_or_says_why_not() {
+    let root = repo_root();
+    let mut pages: Vec<String> = ["README.md", "charts/kubespaces/README.md"]
+        .map(String::from)
+        .to_vec();
+    for entry in std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            pages.push(format!("docs/{name}"));
+        }
+    }
+    assert!(pages.len() > 5, "found the pages: {pages:?}");
+    let mut unaccounted = Vec::new();
+    for page in &pages {
+        let runnable = PAGES.iter().any(|(p, _)| p == page);
+        let blocks = command_blocks(&read(page), runnable);
+        for (line, language) in blocks.unaccounted {
+            unaccounted.push(format!("{page}:{line} (```{language})"));
+        }
+        // The test named must exist, and read this page.
+        for (line, file, test) in blocks.run_by {
+            let source = std::fs::read_to_string(root.join(&file)).unwrap_or_default();
+            if !source.contains(&format!("fn {test}()")) || !source.contains(page.as_str()) {
+                unaccounted.push(format!(
+                    "{page}:{line}: {file} has no test {test} that reads {page}"
+                ));
+            }
+        }
+    }
+    assert!(
+        unaccounted.is_empty(),
+        "command blocks that run nowhere: {unaccounted:#?}\nrun each one (a ```console block of \
+         a page in PAGES, or in a test of its own named by `{RUN_BY}<file> <function> -->` on \
+         the line before it), or put `{NOT_RUN} <why> -->` on the line before it"
+    );
+}
+
+#[test]
+fn a_command_block_is_accounted_for_by_running_or_by_its_reason() {
+    let page = "```console\n$ a\n```\n<!-- not run: needs a cloud -->\n```sh\nb\n```\n\
+                <!-- not run: -->\n```sh\nc\n```\n```yaml\nd: 1\n```\n````sh\n```console\n````\n\
+                <!-- run by tests/x.rs the_test -->\n```sh\ne\n```\n";
+    let run_by = vec![(19, "tests/x.rs".to_owned(), "the_test".to_owned())];
+    assert_eq!(
+        command_blocks(page, true),
+        CommandBlocks {
+            unaccounted: vec![(9, "sh".to_owned()), (15, "sh".to_owned())],
+            run_by: run_by.clone(),
+        },
+        "a reason must not be empty; a block inside another is not a block"
+    );
+    assert_eq!(
+        command_blocks(page, false).unaccounted,
+        vec![
+            (1, "console".to_owned()),
+            (9, "sh".to_owned()),
+            (15, "sh".to_owned())
+        ],
+        "a console block of a page that is not run needs a reason too"
+    );
 }
