@@ -3,16 +3,17 @@
 # .kubespaces/test/ (the dev cluster of `make up` is never touched).
 #
 #   1. cargo fmt --check
-#   2. the cached control-plane binaries, helm, the vCluster's and Dex's, built (or looked up) in
-#      the background (logs/../test-tools.log) while all tests and binaries compile in the
-#      foreground: each keeps about 1.9 of the 2 cores busy, and each fills the other's gaps
-#      (module downloads, links, a lone crate)
-#   3. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check)
-#   4. fresh cluster (the CRDs only) + the chart installed with helm: the shared operator runs as two
-#      pods under its ServiceAccount, from an image of the debug build the tests run too (the same
-#      code as the release build; make up and the benchmarks use the release build), for every
-#      Tenant not labelled kubespaces.io/test-operator (tests that need their own operator start
-#      one for Tenants carrying that label); Dex
+#   2. the Go builds (or cache lookups) in the background (.kubespaces/test-tools.log) while all
+#      tests and binaries compile in the foreground: each keeps about 1.9 of the 2 cores busy, and
+#      each fills the other's gaps (module downloads, links, a lone crate). First the cluster's
+#      binaries; helm, the vCluster's and Dex build on while the cluster starts
+#   3. fresh cluster (the CRDs only)
+#   4. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check);
+#      installed with helm: the shared operator runs as two pods under its ServiceAccount, from an
+#      image of the debug build the tests run too (the same code as the release build; make up
+#      and the benchmarks use the release build), for every Tenant not labelled
+#      kubespaces.io/test-operator (tests that need their own operator start one for Tenants
+#      carrying that label); Dex
 #   5. in the background, at a lower priority, in CPU time the tests mostly leave idle: cargo
 #      clippy -D warnings (its own target dir, target/clippy) and the tools only some tests use
 #      (health-check, Crossplane, OpenTofu; their tests wait for them)
@@ -61,7 +62,7 @@ cleanup() {
   [ "$status" -ne 0 ] || status=$rc
   # Background work the run did not wait for (it ended early).
   local group
-  for group in ${CLUSTER_TOOLS:-} ${LATE_TOOLS:-} ${CLIPPY:-} ${PROVIDER_LANE:-}; do
+  for group in ${GO_BUILDS:-} ${LATE_TOOLS:-} ${CLIPPY:-} ${PROVIDER_LANE:-}; do
     kill -TERM -- "-$group" 2>/dev/null || true
   done
   if $cluster_started; then
@@ -127,16 +128,25 @@ trap 'status=143; exit 143' TERM
 step "cargo fmt --check"
 cargo fmt --all --check
 
-# The Go builds of the cluster, in the background from here on (their own process group, so the
-# cleanup can stop them): the cluster needs them only after every Rust build is done.
+# The Go builds, in the background from here on (their own process group, so the cleanup can
+# stop them): first the cluster's binaries, then helm, the vCluster's and Dex, which only the
+# chart and the tests need, so they build while the cluster starts.
 mkdir -p "$REPO_ROOT/.kubespaces"
 TOOLS_LOG="$REPO_ROOT/.kubespaces/test-tools.log"
 BIN_FILE="$REPO_ROOT/.kubespaces/test-tools.bin"
-rm -f "$BIN_FILE"
-step "control-plane binaries, helm, the vCluster's and Dex, in the background (${TOOLS_LOG#"$REPO_ROOT/"})"
-setsid bash -c '"$1/build-tools.sh" --with helm --with vcluster --with dex >"$2.tmp" 2>"$3" && mv "$2.tmp" "$2"' \
-  cluster-tools "$HARNESS_DIR" "$BIN_FILE" "$TOOLS_LOG" &
-CLUSTER_TOOLS=$!
+EXTRAS_FILE="$REPO_ROOT/.kubespaces/test-tools.extras"
+rm -f "$BIN_FILE" "$EXTRAS_FILE"
+step "the cluster's binaries, then helm, the vCluster's and Dex, built in the background (${TOOLS_LOG#"$REPO_ROOT/"})"
+setsid bash -c '"$1/build-tools.sh" >"$2.tmp" 2>"$4" && mv "$2.tmp" "$2" \
+  && "$1/build-tools.sh" --with helm --with vcluster --with dex >"$3.tmp" 2>>"$4" && mv "$3.tmp" "$3"' \
+  go-builds "$HARNESS_DIR" "$BIN_FILE" "$EXTRAS_FILE" "$TOOLS_LOG" &
+GO_BUILDS=$!
+# go_builds_failed: the builds' log, and the run ends.
+go_builds_failed() {
+  GO_BUILDS=
+  cat "$TOOLS_LOG" >&2
+  die "build-tools.sh failed (its log is above)"
+}
 
 step "compiling all tests and binaries (cargo test --workspace --no-run; cargo build --workspace --bins)"
 cargo test --workspace --no-run
@@ -147,22 +157,14 @@ cargo test -p terraform-provider-kubespaces --test acceptance --no-run
 [ -x target/debug/kubespaces-operator ] || die "target/debug/kubespaces-operator was not built"
 phase "Rust: fmt, tests and binaries"
 
-step "waiting for the control-plane binaries"
-if ! wait "$CLUSTER_TOOLS" || [ ! -s "$BIN_FILE" ]; then
-  CLUSTER_TOOLS=
-  cat "$TOOLS_LOG" >&2
-  die "build-tools.sh --with helm --with vcluster --with dex failed (above)"
-fi
-CLUSTER_TOOLS=
+step "waiting for the cluster's binaries"
+# Polled: the background job goes on to the extras once they are there.
+until [ -s "$BIN_FILE" ]; do
+  kill -0 "$GO_BUILDS" 2>/dev/null || go_builds_failed
+  sleep 1
+done
 BIN=$(cat "$BIN_FILE")
-# What was built and how long each took (cold), or nothing (cached).
-grep -E '^build-tools: built ' "$TOOLS_LOG" >&2 || true
 phase "Go: the cluster's binaries (after the Rust builds they ran beside)"
-
-step "the chart (helm lint, generated manifests, values schema)"
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
-# The pinned vCluster chart archive is the module's chart/, file for file (provenance).
-KUBESPACES_BIN="$BIN" "$HARNESS_DIR/vcluster-chart.sh" check
 
 step "fresh control plane in ${STATE#"$REPO_ROOT/"}"
 # Stop whatever a previous (killed) run left behind in this state dir, then start from nothing.
@@ -174,6 +176,19 @@ cluster_started=true
 # Only the CRDs before kube-controller-manager starts (its garbage collector and quota controller
 # must see them at once): the chart installs everything else.
 KUBESPACES_MANIFESTS=crds KUBESPACES_BIN="$BIN" "$HARNESS_DIR/cluster-up.sh" "$STATE"
+phase "cluster"
+
+step "waiting for helm, the vCluster's binaries and Dex"
+wait "$GO_BUILDS" && [ -s "$EXTRAS_FILE" ] || go_builds_failed
+GO_BUILDS=
+# What was built and how long each took (cold), or nothing (cached).
+grep -E '^build-tools: built ' "$TOOLS_LOG" >&2 || true
+phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
+
+step "the chart (helm lint, generated manifests, values schema)"
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
+# The pinned vCluster chart archive is the module's chart/, file for file (provenance).
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/vcluster-chart.sh" check
 
 step "the chart: helm install of the shared operator (kubespaces-system), from the debug build"
 KUBESPACES_OPERATOR_BINARY="$REPO_ROOT/target/debug/kubespaces-operator" KUBESPACES_BIN="$BIN" \
@@ -183,7 +198,7 @@ KUBESPACES_OPERATOR_BINARY="$REPO_ROOT/target/debug/kubespaces-operator" KUBESPA
 step "Dex, the OIDC provider of the server, portal and CLI tests (dex.sh)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/dex.sh" start "$STATE"
 # --- end Dex ---
-phase "cluster, chart and Dex"
+phase "chart checked and installed, Dex"
 
 # The tools only some tests use build while the tests run, at a lower priority, in CPU time the
 # tests mostly leave idle (cold: about 8 min of build; cached: a lookup): health-check
