@@ -15,7 +15,9 @@ use std::{
 
 use kube::{
     Api,
-    api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams},
+    api::{
+        ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    },
 };
 use kubespaces_acceptance::{
     Env,
@@ -417,6 +419,112 @@ async fn an_app_in_a_tenant_is_served_at_its_own_https_url_and_nowhere_else() {
         failures.is_empty(),
         "requests failed during the renewal: {failures:?}"
     );
+
+    // Drift: the listener's hostname changed by hand and the Certificate deleted are put back by
+    // the next reconcile (asked for the way GitOps tools ask), and the app answers again.
+    let gateways = dynamic(
+        &client,
+        &names::namespace(ATLAS),
+        "gateway.networking.k8s.io",
+        "v1",
+        "Gateway",
+        "gateways",
+    );
+    let listener_hostname = |gateway: &DynamicObject| {
+        gateway.data["spec"]["listeners"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|l| l["name"] == cp_names::APPS_LISTENER)
+            .and_then(|l| l["hostname"].as_str().map(str::to_owned))
+    };
+    let gateway = gateways
+        .get(cp_names::APPS_GATEWAY)
+        .await
+        .expect("the apps Gateway");
+    let hostname = format!("*.{ATLAS}.apps.{domain}");
+    assert_eq!(
+        listener_hostname(&gateway).as_deref(),
+        Some(hostname.as_str())
+    );
+    let index = gateway.data["spec"]["listeners"]
+        .as_array()
+        .and_then(|ls| ls.iter().position(|l| l["name"] == cp_names::APPS_LISTENER))
+        .expect("the listener");
+    let drift = serde_json::json!([{"op": "replace",
+        "path": format!("/spec/listeners/{index}/hostname"), "value": "*.drifted.invalid"}]);
+    gateways
+        .patch(
+            cp_names::APPS_GATEWAY,
+            &PatchParams::default(),
+            &Patch::<()>::Json(serde_json::from_value(drift).expect("a JSON patch")),
+        )
+        .await
+        .expect("change the listener's hostname");
+    let certificate_uid = certificates
+        .get(cp_names::APPS_CERTIFICATE)
+        .await
+        .expect("the apps Certificate")
+        .metadata
+        .uid;
+    certificates
+        .delete(cp_names::APPS_CERTIFICATE, &DeleteParams::default())
+        .await
+        .expect("delete the apps Certificate");
+    wait_for(
+        "the Certificate deleted",
+        Duration::from_secs(30),
+        || async {
+            let now = certificates
+                .get_opt(cp_names::APPS_CERTIFICATE)
+                .await
+                .ok()?;
+            (now.and_then(|c| c.metadata.uid) != certificate_uid).then_some(())
+        },
+    )
+    .await;
+    env.kubectl_ok(
+        &[
+            "annotate",
+            "tenant",
+            ATLAS,
+            "--overwrite",
+            &format!(
+                "reconcile.fluxcd.io/requestedAt=drift-{}",
+                std::process::id()
+            ),
+        ],
+        None,
+    );
+    wait_for(
+        "the listener's hostname and the Certificate put back",
+        Duration::from_secs(120),
+        || async {
+            let gateway = gateways.get(cp_names::APPS_GATEWAY).await.ok()?;
+            let certificate = certificates
+                .get_opt(cp_names::APPS_CERTIFICATE)
+                .await
+                .ok()??;
+            (listener_hostname(&gateway).as_deref() == Some(hostname.as_str())
+                && certificate.metadata.uid != certificate_uid)
+                .then_some(())
+        },
+    )
+    .await;
+    wait_ready(&tenants, ATLAS, READY_WITHIN).await;
+    let body = retry_until(
+        &format!("curl {url} after the drift"),
+        Duration::from_secs(120),
+        || {
+            let out = curl(&url, &[]);
+            match out.status.success() {
+                true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+                false => Err(text(&out)),
+            }
+        },
+    )
+    .await;
+    assert_eq!(body, answer, "the app answers after the drift was undone");
 
     // Delete the tenant: nothing of it is left anywhere (its listener, Certificate and Secret
     // included), and the name no longer answers at the Gateway.
