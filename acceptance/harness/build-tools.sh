@@ -51,7 +51,9 @@ shopt -s inherit_errexit
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS="$HERE/../tools"
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}"
-export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath GOGC=300
+# -dwarf=false: the binaries are stripped (-s -w) anyway, and a compiler that writes no DWARF does
+# about 9% less work, which a cold build of everything here pays on its critical path.
+export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" GOGC=300
 
 command -v go >/dev/null || { echo "build-tools: Go is required (a Go toolchain >= 1.26 on PATH)" >&2; exit 1; }
 GOV=$(go env GOVERSION)
@@ -70,9 +72,10 @@ build_cached() {
   local name=$1 version=$2 moddir=$3 ldflags=$4; shift 4
   local key out tmp
   # The key covers the pins and the flags, not this script, so editing the script keeps the cache.
-  # GO_TAGS (build tags) is part of the key too. Sources in the module dir (a small main) count.
+  # GO_TAGS (build tags) and GOFLAGS are part of the key too. Sources in the module dir (a small
+  # main) count.
   key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; find "$moddir" -name '*.go' -type f | sort | xargs -r cat
-          echo "$ldflags ${GO_TAGS:-} $*") | sha256sum | cut -c1-12)
+          echo "$ldflags ${GO_TAGS:-} $GOFLAGS $*") | sha256sum | cut -c1-12)
   out="$CACHE/$name/$version-$GOV-$key"
   if [ ! -f "$out/.complete" ]; then
     echo "build-tools: building $name $version (cold builds take minutes; cached afterwards in $out)" >&2
