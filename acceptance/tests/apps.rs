@@ -2,6 +2,8 @@
 //! real certificate — the tenant's apps Gateway on Traefik, its wildcard certificate from
 //! cert-manager, the tenant's HTTPRoute synced by its vCluster — and no tenant can take
 //! another's names. Everything a user does here, she does with the tenant kubeconfig and curl.
+//! The platform's side: a listener or Certificate changed by hand is put back, and the teardown
+//! says what it waits for in the documented order (route, apps listener, namespace).
 
 use std::{
     path::Path,
@@ -13,10 +15,12 @@ use std::{
     time::Duration,
 };
 
+use futures::StreamExt;
 use kube::{
     Api,
     api::{
         ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+        WatchEvent, WatchParams,
     },
 };
 use kubespaces_acceptance::{
@@ -25,7 +29,7 @@ use kubespaces_acceptance::{
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
-use kubespaces_operator::{conditions, names, names::control_plane as cp_names};
+use kubespaces_operator::{api::Tenant, conditions, names, names::control_plane as cp_names};
 
 const READY_WITHIN: Duration = Duration::from_secs(300);
 const ATLAS: &str = "team-atlas";
@@ -130,6 +134,47 @@ fn dynamic(
     let resource =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+/// The reasons of `name`'s `DeletionBlocked` condition, each time it changes, from now until the
+/// Tenant is gone (a watch from its current version, so no status written meanwhile is missed).
+async fn deletion_blocked_reasons(
+    tenants: &Api<Tenant>,
+    name: &str,
+) -> tokio::task::JoinHandle<Vec<String>> {
+    let version = tenants
+        .get(name)
+        .await
+        .expect("the Tenant")
+        .metadata
+        .resource_version
+        .expect("a resourceVersion");
+    let params = WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = tenants
+        .watch(&params, &version)
+        .await
+        .expect("watch the Tenant")
+        .boxed();
+    tokio::spawn(async move {
+        let mut reasons: Vec<String> = vec![];
+        while let Some(event) = events.next().await {
+            let tenant = match event.expect("a watch event") {
+                WatchEvent::Modified(t) => t,
+                WatchEvent::Deleted(_) => break,
+                other => panic!("unexpected watch event: {other:?}"),
+            };
+            let reason = tenant.status.and_then(|s| {
+                s.conditions
+                    .into_iter()
+                    .find(|c| c.type_ == conditions::DELETION_BLOCKED)
+                    .map(|c| c.reason)
+            });
+            if let Some(reason) = reason.filter(|r| reasons.last() != Some(r)) {
+                reasons.push(reason);
+            }
+        }
+        reasons
+    })
 }
 
 /// The Warning events about `route` inside the tenant (what `kubectl describe` shows the user).
@@ -526,9 +571,27 @@ async fn an_app_in_a_tenant_is_served_at_its_own_https_url_and_nowhere_else() {
     .await;
     assert_eq!(body, answer, "the app answers after the drift was undone");
 
-    // Delete the tenant: nothing of it is left anywhere (its listener, Certificate and Secret
-    // included), and the name no longer answers at the Gateway.
+    // Delete the tenant: it says what it waits for, step by step, in the documented order (the
+    // public route, then the apps listener, then the namespace); nothing of it is left anywhere
+    // (its listener, Certificate and Secret included), and the name no longer answers at the
+    // Gateway.
+    let blocked = deletion_blocked_reasons(&tenants, ATLAS).await;
     delete_tenant(&env, ATLAS).await;
+    let blocked = tokio::time::timeout(Duration::from_secs(30), blocked)
+        .await
+        .expect("the Tenant's deletion seen by its watch")
+        .expect("the watch of the Tenant");
+    assert!(
+        blocked.len() >= 3
+            && blocked[..3]
+                == [
+                    "RemovingRoute",
+                    "RemovingAppsListener",
+                    "NamespaceTerminating"
+                ]
+            && blocked[3..].iter().all(|r| r == "VolumesReleasing"),
+        "the DeletionBlocked reasons of the teardown, in order: {blocked:?}"
+    );
     let left = leftovers(&env, ATLAS, &names::namespace(ATLAS));
     assert!(left.is_empty(), "left of tenant {ATLAS}: {left:?}");
     let resolve = format!("{host}:443:{}", gateway_address.trim_end_matches(":443"));
