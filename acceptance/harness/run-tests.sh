@@ -207,15 +207,17 @@ phase "chart checked and installed, Dex"
 # that no test runs a stale build of an older pin.
 step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
 rm -f "$BIN"/{health-check,crossplane,xp-render,function-patch-and-transform,tofu} "$STATE/tools.failed"
-setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with crossplane --with tofu \
+# In the order the tests need them: crossplane.rs runs first of theirs, the OpenTofu pass last.
+setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with crossplane --with health-check --with tofu \
     >/dev/null 2>"$2/logs/late-tools.log" \
-  || echo "build-tools.sh --with health-check --with crossplane --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
+  || echo "build-tools.sh --with crossplane --with health-check --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
   late-tools "$HARNESS_DIR" "$STATE" &
 LATE_TOOLS=$!
 # Clippy too: a check build of its own (it shares no artifact with the test build), so in its own
-# target dir, where it never waits for the lock of the cargo runs below.
+# target dir, where it never waits for the lock of the cargo runs below; below the tools, which
+# tests wait for.
 step "cargo clippy --workspace --all-targets -- -D warnings, in the background (logs/clippy.log)"
-setsid bash -c 'CARGO_TARGET_DIR="$1/target/clippy" nice -n 10 \
+setsid bash -c 'CARGO_TARGET_DIR="$1/target/clippy" nice -n 15 \
     cargo clippy --workspace --all-targets -- -D warnings >"$2/logs/clippy.log" 2>&1' \
   clippy "$REPO_ROOT" "$STATE" &
 CLIPPY=$!
