@@ -52,7 +52,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS="$HERE/../tools"
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}"
 # -dwarf=false: the binaries are stripped (-s -w) anyway, and a compiler that writes no DWARF does
-# about 9% less work, which a cold build of everything here pays on its critical path.
+# about 12% less work (etcd's server, cold: 95 s of CPU against 109), which a cold build of
+# everything here pays on its critical path.
 export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" GOGC=300
 
 command -v go >/dev/null || { echo "build-tools: Go is required (a Go toolchain >= 1.26 on PATH)" >&2; exit 1; }
