@@ -8,7 +8,8 @@
 #
 # Usage: host-state.sh [--except STATE_DIR]
 #   --except leaves out what belongs to the cluster running in STATE_DIR (its namespace, link,
-#   guard chain, cgroups, mounts and processes), whose pods may come and go meanwhile.
+#   guard chain, cgroups, mounts and processes, and the operators tests run against it), whose
+#   pods may come and go meanwhile.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -22,11 +23,26 @@ if [ "${1:-}" = --except ]; then
   except=$(cd "$2" && pwd)
   node_ids "$except"
   skip="$NODE_NS|$NODE_LINK|KUBESPACES-GUARD-$NODE_ID|/$NODE_CGROUP|/run/kubespaces/$NODE_ID|^$except/"
-  skip_pids=" $(node_pids | tr '\n' ' ') "
+  NODE_INO=$(stat -Lc %i "/run/netns/$NODE_NS" 2>/dev/null) || NODE_INO=
   for n in etcd kube-apiserver kube-controller-manager kube-scheduler kwok operator; do
     pid=$(pid_alive "$except" "$n") && skip_pids+="$pid "
   done
 fi
+
+# excepted PID: the process belongs to the --except cluster. Decided per process while the
+# processes are listed (not from a list taken before), because that cluster's pods and the
+# operators its tests start come and go meanwhile: in its node (network namespace or cgroup), or
+# an operator started against it (its KUBECONFIG lies in that state dir).
+excepted() {
+  [ -n "${except:-}" ] || return 1
+  [[ "$skip_pids" != *" $1 "* ]] || return 0
+  if [ -n "$NODE_INO" ] && [ "$(stat -Lc %i "/proc/$1/ns/net" 2>/dev/null)" = "$NODE_INO" ]; then
+    return 0
+  fi
+  grep -q ":/$NODE_CGROUP/" "/proc/$1/cgroup" 2>/dev/null && return 0
+  [ "$(proc_exe_name "$1" 2>/dev/null)" = kubespaces-operator ] \
+    && tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -q "^KUBECONFIG=$except/"
+}
 
 section() { printf '== %s\n' "$1"; }
 
@@ -53,11 +69,11 @@ snapshot() {
     -o -name 'kubepods*' \) 2>/dev/null | sort
   section processes
   for p in /proc/[0-9]*; do
-    [[ "$skip_pids" != *" ${p#/proc/} "* ]] || continue
     exe=$(readlink "$p/exe" 2>/dev/null) || continue
     case $(basename "${exe% (deleted)}") in
       etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kube-router|kwok|\
-      containerd|containerd-shim-runc-v2|coredns|pause|kubespaces-operator) echo "${exe% (deleted)}" ;;
+      containerd|containerd-shim-runc-v2|coredns|pause|kubespaces-operator)
+        excepted "${p#/proc/}" || echo "${exe% (deleted)}" ;;
     esac
   done | sort | uniq -c
   section sysctls; sysctl vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward

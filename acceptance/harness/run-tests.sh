@@ -19,8 +19,9 @@
 #      (health-check, Crossplane, OpenTofu; their tests wait for them)
 #   6. alone: the tests that take the shared cluster down in part (the API server's outage, the
 #      shared operator's leader killed); #[ignore]d in a plain cargo test, run with --ignored
-#   7. cargo test --workspace with the cluster's env and KUBESPACES_ACCEPTANCE=1, and beside it
-#      the provider's acceptance tests, once with terraform and once with OpenTofu
+#   7. the other tests (cargo test --workspace) with the cluster's env and KUBESPACES_ACCEPTANCE=1,
+#      in two lanes at once, and beside them the provider's acceptance tests, once with terraform
+#      and once with OpenTofu
 #   8. clippy passed, the shared operator never crashed (it ends and restarts when it loses the
 #      Lease, by design) and all its replicas are Ready
 #   9. after the cluster stopped: nothing of it is left on the machine (host-state.sh before/after)
@@ -62,7 +63,8 @@ cleanup() {
   [ "$status" -ne 0 ] || status=$rc
   # Background work the run did not wait for (it ended early).
   local group
-  for group in ${GO_BUILDS:-} ${LATE_TOOLS:-} ${CLIPPY:-} ${PROVIDER_LANE:-}; do
+  for group in ${GO_BUILDS:-} ${LATE_TOOLS:-} ${CLIPPY:-} ${PROVIDER_LANE:-} ${LANE_A_JOB:-} \
+    ${LANE_B_JOB:-}; do
     kill -TERM -- "-$group" 2>/dev/null || true
   done
   if $cluster_started; then
@@ -148,13 +150,15 @@ go_builds_failed() {
   die "build-tools.sh failed (its log is above)"
 }
 
-step "compiling all tests and binaries (cargo test --workspace --no-run; cargo build --workspace --bins)"
+step "compiling all tests and binaries (cargo test --workspace --no-run)"
+# Once: every cargo run below selects the whole workspace (and picks its test targets), because
+# features are unified per selection of packages and a `-p` run or a plain `cargo build` would
+# build the dependencies again with other features (4 min of a cold run). The binaries the tests
+# run are the ones this builds for them: every package has integration tests.
 cargo test --workspace --no-run
-cargo build --workspace --bins
-# The runs below that name their packages (features are unified per selection of packages).
-cargo test -p kubespaces-acceptance --test api_outage --test chart --no-run
-cargo test -p terraform-provider-kubespaces --test acceptance --no-run
-[ -x target/debug/kubespaces-operator ] || die "target/debug/kubespaces-operator was not built"
+for b in kubespaces-operator kubespaces-server kubespaces terraform-provider-kubespaces; do
+  [ -x "target/debug/$b" ] || die "target/debug/$b was not built by cargo test --workspace --no-run"
+done
 phase "Rust: fmt, tests and binaries"
 
 step "waiting for the cluster's binaries"
@@ -185,6 +189,21 @@ GO_BUILDS=
 grep -E '^build-tools: built ' "$TOOLS_LOG" >&2 || true
 phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 
+# The tools only some tests use build from here on, while the chart is installed and the tests
+# run, at a lower priority, in CPU time the tests mostly leave idle (cold: about 8 min of build;
+# cached: a lookup): health-check (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu
+# (the provider's second pass). Their tests wait for them (kubespaces_acceptance::built_tool);
+# their links are dropped first so that no test runs a stale build of an older pin. The steps
+# below pass KUBESPACES_BIN, so none of them waits for build-tools.sh's lock meanwhile.
+step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
+rm -f "$BIN"/{health-check,crossplane,xp-render,function-patch-and-transform,tofu} "$STATE/tools.failed"
+# In the order the tests need them: crossplane.rs runs first of theirs, the OpenTofu pass last.
+setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with crossplane --with health-check --with tofu \
+    >/dev/null 2>"$2/logs/late-tools.log" \
+  || echo "build-tools.sh --with crossplane --with health-check --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
+  late-tools "$HARNESS_DIR" "$STATE" &
+LATE_TOOLS=$!
+
 step "the chart (helm lint, generated manifests, values schema)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
 # The pinned vCluster chart archive is the module's chart/, file for file (provenance).
@@ -200,19 +219,6 @@ KUBESPACES_BIN="$BIN" "$HARNESS_DIR/dex.sh" start "$STATE"
 # --- end Dex ---
 phase "chart checked and installed, Dex"
 
-# The tools only some tests use build while the tests run, at a lower priority, in CPU time the
-# tests mostly leave idle (cold: about 8 min of build; cached: a lookup): health-check
-# (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu (the provider's second pass).
-# Their tests wait for them (kubespaces_acceptance::built_tool); their links are dropped first so
-# that no test runs a stale build of an older pin.
-step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
-rm -f "$BIN"/{health-check,crossplane,xp-render,function-patch-and-transform,tofu} "$STATE/tools.failed"
-# In the order the tests need them: crossplane.rs runs first of theirs, the OpenTofu pass last.
-setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with crossplane --with health-check --with tofu \
-    >/dev/null 2>"$2/logs/late-tools.log" \
-  || echo "build-tools.sh --with crossplane --with health-check --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
-  late-tools "$HARNESS_DIR" "$STATE" &
-LATE_TOOLS=$!
 # Clippy too: a check build of its own (it shares no artifact with the test build), so in its own
 # target dir, where it never waits for the lock of the cargo runs below; below the tools, which
 # tests wait for.
@@ -238,21 +244,21 @@ cargo_tests() {
 
 step "alone: the tests that take part of the shared cluster down (API server outage, leader killed)"
 # Nothing else runs meanwhile: a test beside them would see the outage as its own failure.
-cargo_tests alone.log -p kubespaces-acceptance --test api_outage --test chart -- --ignored || status=$?
+cargo_tests alone.log --workspace --test api_outage --test chart -- --ignored || status=$?
 phase "tests alone: API server outage, shared leader killed"
 
 # The provider's acceptance tests drive the real terraform binary against this cluster and its
 # operator (they are #[ignore]d in a plain `cargo test`, which has no cluster), then OpenTofu.
-# They run beside cargo test --workspace: their tenants have names of their own (the test
-# process's id), and the CPU the other tests leave idle is theirs; one test at a time, so that
-# they add one tenant's load to the other tests', not two. Their output is printed after cargo
-# test's.
+# They run beside the other tests: their tenants have names of their own (the test process's
+# id), and the CPU the other tests leave idle is theirs; one test at a time, so that they add one
+# tenant's load to the other tests', not two (the node has 2 CPUs to give out, a control plane
+# asks 220m). Their output is printed after the other tests'.
 TEST_LOGS+=("$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log")
-step "provider acceptance tests with terraform, then OpenTofu, beside cargo test (logs/provider-*.log)"
+step "provider acceptance tests with terraform, then OpenTofu, beside the other tests (logs/provider-*.log)"
 setsid bash -c '
   status=0
   if command -v terraform >/dev/null 2>&1; then
-    TF_ACC=1 cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored \
+    TF_ACC=1 cargo test --workspace --test acceptance -- --ignored \
       --test-threads=1 >"$1/logs/provider-terraform.log" 2>&1 || status=1
   else
     # Terraform is not in any package registry this project can reach, so a machine may lack it;
@@ -267,21 +273,70 @@ setsid bash -c '
   done
   echo "OpenTofu $("$2/tofu" version | awk "/^OpenTofu/ {print \$2}")" >"$1/logs/provider-tofu.log"
   TF_ACC=1 TF_ACC_TERRAFORM_PATH="$2/tofu" \
-    cargo test -p terraform-provider-kubespaces --test acceptance -- --ignored --test-threads=1 \
+    cargo test --workspace --test acceptance -- --ignored --test-threads=1 \
     >>"$1/logs/provider-tofu.log" 2>&1 || status=1
   exit $status' provider-lane "$STATE" "$BIN" &
 PROVIDER_LANE=$!
 
-step "cargo test --workspace"
-# --no-fail-fast: one failing test binary must not hide the results of the others.
-cargo_tests cargo-test.log --workspace --no-fail-fast || status=$?
-phase "cargo test --workspace (the provider's tests beside it)"
+# Every other test of the workspace, in two lanes that run at once: a lane's tests spend most of
+# their time waiting for control planes, pods and certificates, and that CPU is the other lane's.
+# Each lane is cargo test over its binaries (cargo runs them one after the other, the tests of one
+# binary in parallel), then over those that wait for the late tools. Lane A holds the binaries
+# that must never run beside each other: the tenant team-atlas (apps, control_plane,
+# tenant_lifecycle, cli; crossplane dry-runs its XR's Tenant of that name), the tenants owned by
+# dave and his one Dex refresh token (control_plane, tenant_lifecycle, hostile_user, cli), with
+# lighter ones to even the lanes out. Lane B is every other test target of the workspace (a new
+# one lands there), unit and doc tests too. Every run selects the whole workspace, as above.
+LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election observability operator_restart)
+LANE_A_LATE=(crossplane)
+LANE_B_LATE=(health)
+ALONE=(api_outage chart)
+mapfile -t LANE_B < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+taken = set(sys.argv[1:])
+for package in json.load(sys.stdin)["packages"]:
+    for target in package["targets"]:
+        if "test" in target["kind"] and target["name"] not in taken:
+            print(target["name"])' "${LANE_A[@]}" "${LANE_A_LATE[@]}" "${LANE_B_LATE[@]}" "${ALONE[@]}")
+[ ${#LANE_B[@]} -gt 0 ] || die "cargo metadata listed no test target for lane B"
+# lane LOG ARGS... [-- LATE...]: cargo test over ARGS, then over the LATE targets; every output in
+# $STATE/logs/LOG. --no-fail-fast: one failing binary must not hide the results of the others.
+# shellcheck disable=SC2317  # run by setsid bash below
+lane() {
+  local log="$STATE/logs/$1" args=() late=() rc=0; shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+  [ $# -eq 0 ] || { shift; for t in "$@"; do late+=(--test "$t"); done; }
+  : >"$log"
+  cargo test --workspace --no-fail-fast "${args[@]}" >>"$log" 2>&1 || rc=1
+  [ ${#late[@]} -eq 0 ] || cargo test --workspace --no-fail-fast "${late[@]}" >>"$log" 2>&1 || rc=1
+  return $rc
+}
+targets() { local t; for t in "$@"; do printf -- '--test\n%s\n' "$t"; done; }
+mapfile -t LANE_A_ARGS < <(targets "${LANE_A[@]}")
+mapfile -t LANE_B_ARGS < <(targets "${LANE_B[@]}")
+TEST_LOGS+=("$STATE/logs/lane-a.log" "$STATE/logs/lane-b.log" "$STATE/logs/doc-tests.log")
+step "the tests in two lanes (logs/lane-a.log, logs/lane-b.log): ${LANE_A[*]} ${LANE_A_LATE[*]} | the rest, ${LANE_B_LATE[*]}"
+export STATE
+setsid bash -c "$(declare -f lane); lane lane-a.log \"\$@\" -- ${LANE_A_LATE[*]}" lane-a \
+  "${LANE_A_ARGS[@]}" &
+LANE_A_JOB=$!
+setsid bash -c "$(declare -f lane); lane lane-b.log --lib --bins \"\$@\" -- ${LANE_B_LATE[*]}" lane-b \
+  "${LANE_B_ARGS[@]}" &
+LANE_B_JOB=$!
+for job in LANE_A_JOB LANE_B_JOB; do
+  wait "${!job}" || status=1
+  printf -v "$job" ''
+done
+cat "$STATE/logs/lane-a.log" "$STATE/logs/lane-b.log"
+# Doc tests cannot be selected together with other targets.
+cargo_tests doc-tests.log --workspace --no-fail-fast --doc || status=$?
+phase "the tests in two lanes (the provider's tests beside them)"
 
 step "the provider's acceptance tests (terraform, then OpenTofu): waiting for them"
 wait "$PROVIDER_LANE" || status=1
 PROVIDER_LANE=
 cat "$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log"
-phase "the provider's tests, after cargo test ended"
+phase "the provider's tests, after the other tests ended"
 
 wait "$LATE_TOOLS" || true
 LATE_TOOLS=

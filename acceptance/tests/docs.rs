@@ -46,7 +46,9 @@ const TENANT: &str = "team-orion";
 const APPS_TENANT: &str = "team-vega";
 /// Each runnable page and its tenant.
 const PAGES: [(&str, &str); 2] = [(PAGE, TENANT), (APPS_PAGE, APPS_TENANT)];
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(180);
+/// Above the longest wait a page gives itself (`--timeout=5m`), so that the page's own timeouts
+/// decide and this only stops a command that hangs.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(330);
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
