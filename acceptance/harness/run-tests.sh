@@ -197,10 +197,11 @@ phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 # below pass KUBESPACES_BIN, so none of them waits for build-tools.sh's lock meanwhile.
 step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
 rm -f "$BIN"/{health-check,crossplane,xp-render,function-patch-and-transform,tofu} "$STATE/tools.failed"
-# In the order the tests need them: crossplane.rs runs first of theirs, the OpenTofu pass last.
-setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with crossplane --with health-check --with tofu \
+# In the order the tests need them: crossplane.rs ends one lane, the OpenTofu pass follows the
+# terraform pass (which ends before the lanes do), health.rs's verdicts end the other lane.
+setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with crossplane --with tofu --with health-check \
     >/dev/null 2>"$2/logs/late-tools.log" \
-  || echo "build-tools.sh --with crossplane --with health-check --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
+  || echo "build-tools.sh --with crossplane --with tofu --with health-check failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
   late-tools "$HARNESS_DIR" "$STATE" &
 LATE_TOOLS=$!
 
@@ -250,9 +251,11 @@ phase "tests alone: API server outage, shared leader killed"
 # The provider's acceptance tests drive the real terraform binary against this cluster and its
 # operator (they are #[ignore]d in a plain `cargo test`, which has no cluster), then OpenTofu.
 # They run beside the other tests: their tenants have names of their own (the test process's
-# id), and the CPU the other tests leave idle is theirs; one test at a time, so that they add one
-# tenant's load to the other tests', not two (the node has 2 CPUs to give out, a control plane
-# asks 220m). Their output is printed after the other tests'.
+# id), and the CPU the other tests leave idle is theirs. The terraform pass runs one test at a
+# time, so that it adds one tenant's load to the lanes', not two (the node has 2 CPUs to give
+# out, a control plane asks 220m); the OpenTofu pass, which mostly runs once the lanes are done
+# (cold, the machine was 70 % idle meanwhile), two. Their output is printed after the other
+# tests'.
 TEST_LOGS+=("$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log")
 step "provider acceptance tests with terraform, then OpenTofu, beside the other tests (logs/provider-*.log)"
 setsid bash -c '
@@ -273,7 +276,7 @@ setsid bash -c '
   done
   echo "OpenTofu $("$2/tofu" version | awk "/^OpenTofu/ {print \$2}")" >"$1/logs/provider-tofu.log"
   TF_ACC=1 TF_ACC_TERRAFORM_PATH="$2/tofu" \
-    cargo test --workspace --test acceptance -- --ignored --test-threads=1 \
+    cargo test --workspace --test acceptance -- --ignored --test-threads=2 \
     >>"$1/logs/provider-tofu.log" 2>&1 || status=1
   exit $status' provider-lane "$STATE" "$BIN" &
 PROVIDER_LANE=$!
@@ -285,9 +288,11 @@ PROVIDER_LANE=$!
 # that must never run beside each other: the tenant team-atlas (apps, control_plane,
 # tenant_lifecycle, cli; crossplane dry-runs its XR's Tenant of that name), the tenants owned by
 # dave and his one Dex refresh token (control_plane, tenant_lifecycle, hostile_user, cli), with
-# lighter ones to even the lanes out. Lane B is every other test target of the workspace (a new
-# one lands there), unit and doc tests too. Every run selects the whole workspace, as above.
-LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election observability operator_restart)
+# lighter ones to even the lanes out (cold, each lane's binaries took 18-19 min). Lane B is every
+# other test target of the workspace (a new one lands there), unit tests too; the doc tests
+# follow both. Every run selects the whole workspace, as above.
+LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election observability operator_restart
+  real_node gateway)
 LANE_A_LATE=(crossplane)
 LANE_B_LATE=(health)
 ALONE=(api_outage chart)

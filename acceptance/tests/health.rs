@@ -1,10 +1,10 @@
 //! GitOps health: what Flux, Argo CD and kstatus say about a Tenant in each phase.
 //!
-//! `tenants_in_every_phase_match_the_fixtures` creates Tenants on the real cluster, captures each
-//! at the moment it is in the phase (new, provisioning, ready, updated, failed, paused, deleting),
-//! strips what changes from run to run (uid, resourceVersion, timestamps, managedFields, the
-//! quota's usage) and
-//! compares them with `examples/health/testdata/<phase>.json` and the Argo CD test inputs
+//! `tenants_in_every_phase_match_the_fixtures` creates Tenants on the real cluster, with an
+//! operator that runs their control planes as the chart's does, captures each at the moment it is
+//! in the phase (new, provisioning: the control plane starting, ready, updated, failed, paused,
+//! deleting), strips what changes from run to run (uid, resourceVersion, timestamps,
+//! managedFields, the quota's usage, the test cluster's domain) and compares them with `examples/health/testdata/<phase>.json` and the Argo CD test inputs
 //! `examples/argocd/kubespaces.io/Tenant/testdata/<phase>.yaml` (`KUBESPACES_UPDATE_MANIFESTS=1`
 //! rewrites them). `flux_argo_and_kstatus_verdicts_per_phase` runs those fixtures through the
 //! shipped checks (`examples/flux/kustomization.yaml`, `examples/argocd/.../health.lua`) and
@@ -20,24 +20,39 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    operator::{
-        OperatorProcess, least_privileged_kubeconfig, rules_without_network_policy_writes,
-        sharded_tenant,
-    },
+    control_planes::{pinned_digest, vcluster_flags},
+    operator::{OperatorProcess, sharded_tenant},
+    tenant_cluster::platform_var,
     wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::{
     api::{Tenant, TenantSpec},
-    conditions::{DELETION_BLOCKED, RECONCILING, SYNCED},
+    conditions::{
+        API_ROUTE_ACCEPTED, APPS_READINESS, CONTROL_PLANE_READY, DELETION_BLOCKED, HOST_READINESS,
+        SYNCED,
+    },
 };
 use serde_json::{Value, json};
 
 const SHARD: &str = "health";
-/// The operator of this shard may not write NetworkPolicies: its Tenants stay Provisioning.
-const SHARD_NO_NETPOL: &str = "health-no-netpol";
+/// The control planes of this shard's operator never start (see [`NEVER_STARTS`]): its Tenants
+/// stay Provisioning.
+const SHARD_STARTING: &str = "health-starting";
 /// No operator serves this shard: its Tenants keep the state of a Tenant no operator has seen.
 const SHARD_UNSERVED: &str = "health-unserved";
+/// The vCluster values that keep a control plane starting: a syncer image the node does not
+/// have, and never pulled (nothing leaves this machine).
+const NEVER_STARTS: &str = "controlPlane:\n  statefulSet:\n    image:\n      tag: never-built\n    imagePullPolicy: Never\n";
 const TIMEOUT: Duration = Duration::from_secs(90);
+/// A control plane starts, or is torn down, within this on the test node.
+const CONTROL_PLANE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The Tenants this test makes.
+const TENANTS: [&str; 4] = [
+    "health-new",
+    "health-provisioning",
+    "health-failed",
+    "health-ready",
+];
 
 /// The phases captured, in the order of the verdict table.
 const PHASES: [&str; 7] = [
@@ -97,7 +112,12 @@ fn normalize(tenant: &Tenant) -> Value {
             }
         }
     }
-    v
+    // The test cluster's domain is its state directory's name: the fixtures name none.
+    let text = v.to_string().replace(
+        &format!(".{}", platform_var("KUBESPACES_DOMAIN")),
+        ".kubespaces.example",
+    );
+    serde_json::from_str(&text).expect("the normalized JSON")
 }
 
 /// Compares `tenant` with its fixture and Argo CD test input, or writes both when
@@ -168,33 +188,38 @@ async fn tenants_in_every_phase_match_the_fixtures() {
     let client = env.client().await;
     let tenants = env.tenants().await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let no_netpol = least_privileged_kubeconfig(
+    // Both operators run tenant control planes, under the chart's roles, as the chart's does.
+    let flags = vcluster_flags(&pinned_digest(), &[]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), SHARD, &flags).await;
+    let dir =
+        std::env::var("KUBESPACES_STATE").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
+    let never_starts = dir.join("health-never-starts.yaml");
+    std::fs::write(&never_starts, NEVER_STARTS).expect("values file");
+    let starting = vcluster_flags(&pinned_digest(), &[&never_starts]);
+    let starting: Vec<&str> = starting.iter().map(String::as_str).collect();
+    let _starting = OperatorProcess::start_least_privileged(
         &client,
-        Some(("health-no-netpol", rules_without_network_policy_writes())),
-    )
-    .await;
-    let mut operator = OperatorProcess::start(env.operator_bin(), SHARD).await;
-    let _limited = OperatorProcess::start_as(
         env.operator_bin(),
-        SHARD_NO_NETPOL,
-        &[],
-        Some(no_netpol.path),
+        SHARD_STARTING,
+        &starting,
     )
     .await;
     // Leftovers of an earlier run (their operators tear them down).
-    for name in PHASES.map(|p| format!("health-{p}")) {
+    for name in TENANTS {
         let resume = json!({"metadata": {"annotations": {"crossplane.io/paused": null}}});
         let _ = tenants
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&resume))
+            .patch(name, &PatchParams::default(), &Patch::Merge(&resume))
             .await;
-        let _ = tenants.delete(&name, &DeleteParams::default()).await;
+        let _ = tenants.delete(name, &DeleteParams::default()).await;
     }
     release_unserved(&tenants).await;
     let _ = namespaces
         .delete("kubespaces-tenant-health-failed", &DeleteParams::default())
         .await;
-    for name in PHASES.map(|p| format!("health-{p}")) {
-        wait_gone(&tenants, &name, TIMEOUT).await;
+    for name in TENANTS {
+        wait_gone(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
     }
     wait_gone(&namespaces, "kubespaces-tenant-health-failed", TIMEOUT).await;
     let create = |name: &'static str, shard: &'static str| {
@@ -217,28 +242,30 @@ async fn tenants_in_every_phase_match_the_fixtures() {
         .expect("delete health-new");
     release_unserved(&tenants).await;
 
-    // provisioning: the operator is at work but cannot finish (it may not write the
-    // NetworkPolicy), as a Tenant looks from outside while its first reconcile takes long. Its
-    // first reconcile never succeeds, so the phase stays Pending and only Ready, Synced and
-    // Reconciling are there.
-    create("health-provisioning", SHARD_NO_NETPOL).await;
+    // provisioning: the host side, the route and the apps listener are done, and the control
+    // plane is starting: its objects are applied, its pod not running yet. (Its syncer image is
+    // one the node does not have, so it stays so while this looks.)
+    create("health-provisioning", SHARD_STARTING).await;
     let t = get_when(
         &tenants,
         "health-provisioning",
-        "Synced: MissingPermission",
+        "the control plane starting, everything else done",
         |t| {
-            t.condition(SYNCED)
-                .is_some_and(|c| c.reason == "MissingPermission")
-                && t.condition(RECONCILING).is_some_and(|c| c.status == "True")
+            let done = |c: &&str| t.condition(c).is_some_and(|c| c.status == "True");
+            t.phase() == Some("Provisioning")
+                && HOST_READINESS.iter().all(|c| done(c))
+                && APPS_READINESS.iter().all(|c| done(c))
+                && done(&API_ROUTE_ACCEPTED)
+                && t.condition(CONTROL_PLANE_READY)
+                    .is_some_and(|c| c.reason == "Starting")
         },
     )
     .await;
     record("provisioning", &t);
-
-    // ready
-    create("health-ready", SHARD).await;
-    let t = wait_ready(&tenants, "health-ready", TIMEOUT).await;
-    record("ready", &t);
+    tenants
+        .delete("health-provisioning", &DeleteParams::default())
+        .await
+        .expect("delete health-provisioning");
 
     // failed: the namespace belongs to someone else.
     let squatted: Namespace =
@@ -254,45 +281,56 @@ async fn tenants_in_every_phase_match_the_fixtures() {
     })
     .await;
     record("failed", &t);
+    tenants
+        .delete("health-failed", &DeleteParams::default())
+        .await
+        .expect("delete health-failed");
+
+    // ready: a tenant with its control plane up. The phases after it are the same tenant's.
+    let name = "health-ready";
+    create(name, SHARD).await;
+    let t = wait_ready(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
+    assert!(
+        t.status
+            .as_ref()
+            .and_then(|s| s.control_plane.as_ref())
+            .is_some(),
+        "a Ready tenant of this operator has a control plane: {t:?}"
+    );
+    record("ready", &t);
+
+    // updated: the spec changed and no operator has looked yet (it is stopped meanwhile).
+    operator.kill();
+    merge(&tenants, name, json!({"spec": {"resources": {"cpu": "2"}}})).await;
+    let t = tenants.get(name).await.expect("get health-ready");
+    assert_eq!(t.metadata.generation, Some(2));
+    record("updated", &t);
+    operator.restart().await;
+    let t = wait_ready(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
+    assert_eq!(t.metadata.generation, Some(2));
 
     // paused, then changed: the change waits.
-    create("health-paused", SHARD).await;
-    wait_ready(&tenants, "health-paused", TIMEOUT).await;
-    merge(
-        &tenants,
-        "health-paused",
-        json!({"metadata": {"annotations": {"crossplane.io/paused": "true"}}}),
-    )
-    .await;
-    get_when(&tenants, "health-paused", "ReconcilePaused", |t| {
+    let pause = |paused: Option<&str>| json!({"metadata": {"annotations": {"crossplane.io/paused": paused}}});
+    merge(&tenants, name, pause(Some("true"))).await;
+    get_when(&tenants, name, "ReconcilePaused", |t| {
         t.condition(SYNCED)
             .is_some_and(|c| c.reason == "ReconcilePaused")
     })
     .await;
-    merge(
-        &tenants,
-        "health-paused",
-        json!({"spec": {"resources": {"cpu": "2"}}}),
-    )
-    .await;
-    let t = get_when(
-        &tenants,
-        "health-paused",
-        "ReconcilePaused at generation 2",
-        |t| {
-            t.metadata.generation == Some(2)
-                && t.condition(SYNCED).is_some_and(|c| {
-                    c.reason == "ReconcilePaused" && c.observed_generation == Some(2)
-                })
-        },
-    )
+    merge(&tenants, name, json!({"spec": {"resources": {"cpu": "3"}}})).await;
+    let t = get_when(&tenants, name, "ReconcilePaused at generation 3", |t| {
+        t.metadata.generation == Some(3)
+            && t.condition(SYNCED)
+                .is_some_and(|c| c.reason == "ReconcilePaused" && c.observed_generation == Some(3))
+    })
     .await;
     record("paused", &t);
+    merge(&tenants, name, pause(None)).await;
+    wait_ready(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
 
-    // deleting: a ConfigMap with a finalizer nobody removes holds the namespace.
-    create("health-deleting", SHARD).await;
-    wait_ready(&tenants, "health-deleting", TIMEOUT).await;
-    let held = "kubespaces-tenant-health-deleting";
+    // deleting: a ConfigMap with a finalizer nobody removes holds the namespace once the
+    // control plane is gone.
+    let held = "kubespaces-tenant-health-ready";
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), held);
     let hold: ConfigMap = serde_json::from_value(
         json!({"metadata": {"name": "hold", "finalizers": ["example.com/hold"]}}),
@@ -303,16 +341,20 @@ async fn tenants_in_every_phase_match_the_fixtures() {
         .await
         .expect("configmap with a finalizer");
     tenants
-        .delete("health-deleting", &DeleteParams::default())
+        .delete(name, &DeleteParams::default())
         .await
-        .expect("delete health-deleting");
+        .expect("delete health-ready");
     let t = get_when(
         &tenants,
-        "health-deleting",
-        "DeletionBlocked naming the finalizer",
+        name,
+        "DeletionBlocked naming the finalizer, once the held ConfigMap is all that is left",
         |t| {
-            t.condition(DELETION_BLOCKED)
-                .is_some_and(|c| c.message.contains("example.com/hold"))
+            t.condition(DELETION_BLOCKED).is_some_and(|c| {
+                c.message.contains("example.com/hold")
+                    && c.message.contains(
+                        "Some resources are remaining: configmaps. has 1 resource instances;",
+                    )
+            })
         },
     )
     .await;
@@ -326,41 +368,9 @@ async fn tenants_in_every_phase_match_the_fixtures() {
         .await
         .expect("release the configmap");
 
-    // updated: the spec changed and no operator has looked yet (it is stopped meanwhile).
-    operator.kill();
-    merge(
-        &tenants,
-        "health-ready",
-        json!({"spec": {"resources": {"cpu": "2"}}}),
-    )
-    .await;
-    let t = tenants.get("health-ready").await.expect("get health-ready");
-    assert_eq!(t.metadata.generation, Some(2));
-    record("updated", &t);
-    operator.restart().await;
-    let t = wait_ready(&tenants, "health-ready", TIMEOUT).await;
-    assert_eq!(t.metadata.generation, Some(2));
-
     // Clean up.
-    merge(
-        &tenants,
-        "health-paused",
-        json!({"metadata": {"annotations": {"crossplane.io/paused": null}}}),
-    )
-    .await;
-    for name in [
-        "health-provisioning",
-        "health-ready",
-        "health-failed",
-        "health-paused",
-    ] {
-        tenants
-            .delete(name, &DeleteParams::default())
-            .await
-            .unwrap_or_else(|e| panic!("delete {name}: {e}"));
-    }
-    for name in PHASES.map(|p| format!("health-{p}")) {
-        wait_gone(&tenants, &name, TIMEOUT).await;
+    for name in TENANTS {
+        wait_gone(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
     }
     namespaces
         .delete("kubespaces-tenant-health-failed", &DeleteParams::default())

@@ -2,8 +2,9 @@
 //! the API server enforces RBAC, quota and admission policies):
 //!
 //! - Traffic. From a pod of tenant A: A's own pods and cluster DNS answer; tenant B's pod and
-//!   Service, a pod in kube-system, the node's own address (kubelet, API server) and the
-//!   operator's metrics port do not. A platform namespace reaches A. Each cut-off path is shown to open once the policies are
+//!   Service, a pod in kube-system, the node's own address (kubelet, API server), the
+//!   operator's metrics port and a server at the cloud metadata address and in each other
+//!   excepted range (172.16/12, 192.168/16, carrier-grade NAT; put on the node's loopback) do not. A platform namespace reaches A. Each cut-off path is shown to open once the policies are
 //!   removed (tenants paused, so the operator leaves the deletion alone), and to close again
 //!   when the operator restores them: the policy, not the network, is what blocked.
 //! - The owner. Through impersonation, the owner is refused each way out of the namespace that
@@ -28,8 +29,8 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     pods::{
-        HTTP_PORT, cluster_ip_service, delete_tenant, fresh_tenant, http_get_from, httpd_spec,
-        nslookup_addresses, page_of, pod, pod_ip, real_nodes, retry_until, shell_spec,
+        self, HTTP_PORT, cluster_ip_service, delete_tenant, fresh_tenant, http_get_from,
+        httpd_spec, nslookup_addresses, page_of, pod, pod_ip, real_nodes, retry_until, shell_spec,
         wait_namespace_ready_for_pods, wait_pod_running,
     },
     wait_for, wait_gone, wait_ready,
@@ -131,6 +132,50 @@ async fn operator_metrics(client: &Client) -> Target {
     )
 }
 
+/// The port of [`off_limits_listener`].
+const OFF_LIMITS_PORT: u16 = 8099;
+/// One address in each range a tenant's pods may not reach even with the internet open to them
+/// (`--tenant-egress-except`) and that the node's own address (10.0.0.0/8) does not stand for.
+/// Loopback is left out: a pod's 127.0.0.1 is the pod itself.
+const OFF_LIMITS: [(&str, &str); 4] = [
+    ("the cloud metadata address (link-local)", "169.254.169.254"),
+    ("a private address in 172.16.0.0/12", "172.16.255.1"),
+    ("a private address in 192.168.0.0/16", "192.168.255.1"),
+    ("a carrier-grade NAT address", "100.64.255.1"),
+];
+
+/// A web server that answers at each [`OFF_LIMITS`] address, as a metadata service or a company
+/// network would: a pod on the node's own network that puts the addresses on the node's loopback
+/// and takes them away again when it stops. The node is the harness's network namespace, so the
+/// traffic stays on this machine.
+fn off_limits_listener(image: &str, nodes: &[String]) -> serde_json::Value {
+    let addresses = OFF_LIMITS.map(|(_, a)| a).join(" ");
+    let script = format!(
+        "for a in {addresses}; do ip addr replace $a/32 dev lo || exit 1; done; \
+         trap 'for a in {addresses}; do ip addr del $a/32 dev lo; done; exit 0' TERM; \
+         mkdir -p /tmp/www && echo \"{page}\" >/tmp/www/index.html; \
+         httpd -p {OFF_LIMITS_PORT} -h /tmp/www; while true; do sleep 1; done",
+        page = page_of("off-limits"),
+    );
+    json!({
+        "hostNetwork": true,
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": nodes}
+            ]}]
+        }}},
+        "terminationGracePeriodSeconds": 10,
+        "containers": [{
+            "name": "main",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["sh", "-c", script],
+            "securityContext": {"runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}},
+            "readinessProbe": {"tcpSocket": {"port": OFF_LIMITS_PORT}, "periodSeconds": 2},
+        }],
+    })
+}
+
 /// Pauses (`true`) or resumes the tenant and waits until it says so.
 async fn set_paused(env: &Env, tenant: &str, paused: bool) {
     let annotation = if paused {
@@ -228,16 +273,19 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
     // The kube-system pod also serves as an outsider without any policy of its own.
     let system = "kube-system";
     let probe = "kubespaces-isolation-probe";
+    let off_limits = "kubespaces-isolation-off-limits";
     let pods_a: Api<Pod> = Api::namespaced(client.clone(), &ns_a);
     let pods_b: Api<Pod> = Api::namespaced(client.clone(), &ns_b);
     let pods_system: Api<Pod> = Api::namespaced(client.clone(), system);
     let pods_platform: Api<Pod> = Api::namespaced(client.clone(), platform);
-    if matches!(pods_system.get_opt(probe).await, Ok(Some(_))) {
-        pods_system
-            .delete(probe, &DeleteParams::default())
-            .await
-            .expect("delete the leftover kube-system probe");
-        wait_gone(&pods_system, probe, START).await;
+    for leftover in [probe, off_limits] {
+        if matches!(pods_system.get_opt(leftover).await, Ok(Some(_))) {
+            pods_system
+                .delete(leftover, &DeleteParams::default())
+                .await
+                .unwrap_or_else(|e| panic!("delete the leftover kube-system pod {leftover}: {e}"));
+            wait_gone(&pods_system, leftover, START).await;
+        }
     }
     let create = PostParams::default();
     for (api, name, spec) in [
@@ -251,6 +299,12 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
             .await
             .unwrap_or_else(|e| panic!("create pod {name}: {e}"));
     }
+    let listener =
+        serde_json::from_value(off_limits_listener(&image, &nodes)).expect("a valid pod spec");
+    pods_system
+        .create(&create, &pod(off_limits, &[("app", off_limits)], listener))
+        .await
+        .expect("create the off-limits listener");
     let service_b = Api::<Service>::namespaced(client.clone(), &ns_b)
         .create(&create, &cluster_ip_service("web", 80))
         .await
@@ -264,6 +318,11 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
     let web_system = pod_ip(&wait_pod_running(&pods_system, probe, START).await);
     wait_pod_running(&pods_a, "client", START).await;
     wait_pod_running(&pods_platform, "client", START).await;
+    wait_for("the off-limits listener ready", START, || async {
+        let p = pods_system.get(off_limits).await.ok()?;
+        pods::is_running_ready(&p).then_some(())
+    })
+    .await;
 
     let own = Target::new(format!("A's web pod {web_a}"), &web_a, HTTP_PORT);
     let cut_off = [
@@ -277,7 +336,16 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
         Target::new(format!("the kubelet at {node_ip}:10250"), &node_ip, 10250),
         Target::new(format!("the API server at {node_ip}:6443"), &node_ip, 6443),
         operator_metrics(&client).await,
-    ];
+    ]
+    .into_iter()
+    .chain(OFF_LIMITS.map(|(what, address)| {
+        Target::new(
+            format!("{what} {address}:{OFF_LIMITS_PORT}"),
+            address,
+            OFF_LIMITS_PORT,
+        )
+    }))
+    .collect::<Vec<_>>();
     let (b_pod, b_service) = (&cut_off[0], &cut_off[1]);
     let page = page_of("web");
 
@@ -319,16 +387,19 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
 
     delete_tenant(&env, a).await;
     delete_tenant(&env, b).await;
-    pods_system
-        .delete(probe, &DeleteParams::default())
-        .await
-        .expect("delete the kube-system probe");
+    for pod in [probe, off_limits] {
+        pods_system
+            .delete(pod, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("delete the kube-system pod {pod}: {e}"));
+    }
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .delete(platform, &DeleteParams::default())
         .await
         .expect("delete the platform namespace");
     wait_gone(&pods_system, probe, START).await;
+    wait_gone(&pods_system, off_limits, START).await;
     wait_gone(&namespaces, platform, Duration::from_secs(180)).await;
 }
 

@@ -10,6 +10,11 @@
 //! - `status.quota.used` shows what the tenant's pods take.
 //! - Its namespace deleted by hand is recreated, and the tenant is Ready again.
 //! - Deleting it is a Normal Event `Deleting`, and nothing of it is left.
+//! - A Tenant stored under another schema (the CRD widened for a moment, as a newer version of
+//!   KubeSpaces would, with a `deletionPolicy` this operator does not know) is a Warning Event
+//!   `InvalidObject` and nothing more: the same process goes on making other tenants Ready, the
+//!   server (API and portal) starts and serves all the same, and once the object is fixed it is
+//!   Ready too.
 
 use std::time::Duration;
 
@@ -17,13 +22,15 @@ use k8s_openapi::api::{
     core::v1::{Namespace, Pod},
     events::v1::Event,
 };
+use kube::CustomResourceExt;
 use kube::{
     Api, Client,
-    api::{DeleteParams, ListParams, PostParams},
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use kubespaces_acceptance::{
     Env,
-    operator::{OperatorProcess, metric_sum, sharded_tenant},
+    oidc::{Dex, Server},
+    operator::{OperatorProcess, SHARD_LABEL, http_get, metric_sum, sharded_tenant},
     pods::{self, delete_tenant, leftovers},
     wait_for, wait_gone, wait_ready,
 };
@@ -69,7 +76,7 @@ async fn wait_event(
     reason: &str,
 ) -> (String, String, String) {
     wait_for(
-        &format!("a {type_} Event {reason} on tenant {TENANT}"),
+        &format!("a {type_} Event {reason} on the tenant with uid {uid}"),
         Duration::from_secs(60),
         || async {
             events_of(client, uid)
@@ -222,5 +229,182 @@ async fn phase_changes_are_events_and_the_operator_keeps_its_tenant_as_documente
     wait_gone(&tenants, TENANT, Duration::from_secs(120)).await;
     let left = leftovers(&env, TENANT, &ns);
     assert!(left.is_empty(), "left of {TENANT}: {left:?}");
+    operator.assert_every_request_listed().await;
+}
+
+/// The JSON pointer of the `deletionPolicy` values the CRD allows.
+const DELETION_POLICY_ENUM: &str =
+    "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/deletionPolicy/enum";
+/// A deletion policy only a newer version of KubeSpaces would know.
+const NEWER_POLICY: &str = "Archive";
+
+/// The CRD with [`NEWER_POLICY`] allowed, for as long as this lives: dropped (the test ended or
+/// failed), the CRD is as the chart installed it again. Only widened, so that no other test's
+/// Tenant is refused meanwhile.
+struct WidenedCrd {
+    env: Env,
+}
+
+impl WidenedCrd {
+    fn new(env: &Env) -> WidenedCrd {
+        let patch = json!([{"op": "add", "path": format!("{DELETION_POLICY_ENUM}/-"), "value": NEWER_POLICY}]);
+        env.kubectl_ok(
+            &[
+                "patch",
+                "crd",
+                &Tenant::crd_name(),
+                "--type=json",
+                "-p",
+                &patch.to_string(),
+            ],
+            None,
+        );
+        WidenedCrd { env: Env::get() }
+    }
+}
+
+impl Drop for WidenedCrd {
+    fn drop(&mut self) {
+        // Removes the value it added, wherever it is now, and only that.
+        let patch = json!([
+            {"op": "test", "path": format!("{DELETION_POLICY_ENUM}/2"), "value": NEWER_POLICY},
+            {"op": "remove", "path": format!("{DELETION_POLICY_ENUM}/2")}
+        ]);
+        let out = self.env.kubectl(
+            &[
+                "patch",
+                "crd",
+                &Tenant::crd_name(),
+                "--type=json",
+                "-p",
+                &patch.to_string(),
+            ],
+            None,
+        );
+        if !out.status.success() && !std::thread::panicking() {
+            panic!(
+                "the Tenant CRD could not be put back: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_the_operator_cannot_read_is_a_warning_event_and_stops_nothing_else() {
+    const SHARD: &str = "unreadable";
+    const UNREADABLE: &str = "unreadable";
+    const READABLE: &str = "readable";
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants: Api<Tenant> = Api::all(client.clone());
+    let mut operator =
+        OperatorProcess::start_least_privileged(&client, env.operator_bin(), SHARD, &[]).await;
+    let pid = operator.pid();
+    // One left by a failed run may still be unreadable: no operator can tear it down then.
+    let readable_again = json!({"spec": {"deletionPolicy": "Delete"}});
+    let _ = tenants
+        .patch(
+            UNREADABLE,
+            &PatchParams::default(),
+            &Patch::Merge(&readable_again),
+        )
+        .await;
+    for name in [UNREADABLE, READABLE] {
+        delete_tenant(&env, name).await;
+    }
+
+    // Stored under a wider schema, as a newer version of KubeSpaces would leave it.
+    let manifest = json!({
+        "apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant",
+        "metadata": {"name": UNREADABLE, "labels": {SHARD_LABEL: SHARD}},
+        "spec": {"owner": "uma@example.com", "resources": {"cpu": "1", "memory": "1Gi"},
+                 "deletionPolicy": NEWER_POLICY}
+    });
+    let widened = WidenedCrd::new(&env);
+    // The API server takes up a changed CRD a moment later.
+    let created = wait_for(
+        "the widened CRD to admit the newer deletionPolicy",
+        Duration::from_secs(60),
+        || async {
+            let out = env.kubectl(
+                &["create", "-o", "json", "-f", "-"],
+                Some(&manifest.to_string()),
+            );
+            out.status.success().then(|| {
+                serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("kubectl's JSON")
+            })
+        },
+    )
+    .await;
+    drop(widened);
+    let uid = created["metadata"]["uid"]
+        .as_str()
+        .expect("a uid")
+        .to_owned();
+
+    // This operator cannot read it: a Warning Event that says why, no status, no crash.
+    let (_, _, note) = wait_event(&client, &uid, "Warning", "InvalidObject").await;
+    assert!(
+        note.contains(NEWER_POLICY),
+        "the Event names what it cannot read: {note}"
+    );
+    let raw = env.kubectl_ok(&["get", "tenant", UNREADABLE, "-o", "json"], None);
+    let raw: serde_json::Value = serde_json::from_str(&raw).expect("kubectl's JSON");
+    assert!(
+        raw.get("status").is_none(),
+        "no status is written for a tenant the operator cannot read: {raw}"
+    );
+
+    // The server (API and portal) fills its cache and serves all the same: it leaves out what
+    // it cannot read.
+    let server = tokio::time::timeout(Duration::from_secs(60), Server::with_dex(&Dex::get()))
+        .await
+        .expect("the server's tenant cache fills while a Tenant it cannot read is stored");
+    let ready = http_get(&format!("{}/readyz", server.url)).await;
+    assert_eq!(
+        ready.map(|(status, _)| status),
+        Some(200),
+        "the server is ready"
+    );
+    drop(server);
+
+    // The same process goes on with the tenants it can read.
+    let spec = TenantSpec::new("uma@example.com", "1", "1Gi", None);
+    tenants
+        .create(
+            &PostParams::default(),
+            &sharded_tenant(READABLE, spec, SHARD),
+        )
+        .await
+        .expect("create a readable tenant");
+    wait_ready(&tenants, READABLE, Duration::from_secs(120)).await;
+    assert!(
+        operator.running() && operator.pid() == pid,
+        "the operator kept running:\n{}",
+        operator.log_text()
+    );
+
+    // Fixed by its owner (the CRD is as before again): read, and Ready.
+    tenants
+        .patch(
+            UNREADABLE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"deletionPolicy": "Delete"}})),
+        )
+        .await
+        .expect("fix the deletionPolicy");
+    wait_ready(&tenants, UNREADABLE, Duration::from_secs(120)).await;
+    assert!(
+        operator.running() && operator.pid() == pid,
+        "the operator kept running:\n{}",
+        operator.log_text()
+    );
+
+    for name in [UNREADABLE, READABLE] {
+        delete_tenant(&env, name).await;
+        let left = leftovers(&env, name, &names::namespace(name));
+        assert!(left.is_empty(), "left of {name}: {left:?}");
+    }
     operator.assert_every_request_listed().await;
 }

@@ -7,13 +7,14 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt;
 use kube::{
     Api, Client, ResourceExt,
+    core::DeserializeGuard,
     runtime::{
         WatchStreamExt,
         reflector::{self, Store},
         watcher,
     },
 };
-use kubespaces_api::api::Tenant;
+use kubespaces_api::api::{Tenant, TenantSpec};
 use tokio::sync::broadcast;
 use tracing::{error, warn};
 
@@ -34,39 +35,38 @@ pub struct Tenants {
 impl Tenants {
     /// Starts the watch; the returned cache fills in the background (see [`Tenants::ready`]).
     pub fn start(client: Client) -> Tenants {
-        let (store, writer) = reflector::store();
+        let (store, mut writer) = reflector::store();
         let (changes, _) = broadcast::channel(1024);
         let sender = changes.clone();
-        let api: Api<Tenant> = Api::all(client);
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff();
+        // Guarded: a Tenant this version cannot read (stored under another schema) must not fail
+        // the list that fills the cache, or the server would never be ready.
+        let api: Api<DeserializeGuard<Tenant>> = Api::all(client);
+        let stream = watcher(api, watcher::Config::default()).default_backoff();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
-                match event {
-                    Ok(watcher::Event::Apply(t)) => {
-                        let tenant = Arc::new(t);
-                        let _ = sender.send(Change {
-                            kind: "applied",
-                            tenant,
-                        });
+                let event = match event.map(readable) {
+                    Ok(Some(event)) => event,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        warn!(error = %e, "tenant watch failed; retrying with backoff");
+                        continue;
                     }
-                    Ok(watcher::Event::Delete(t)) => {
-                        let _ = sender.send(Change {
-                            kind: "deleted",
-                            tenant: Arc::new(t),
-                        });
-                    }
-                    // A relist: the store is replaced; streams resend what they see.
-                    Ok(watcher::Event::InitApply(t)) => {
-                        let _ = sender.send(Change {
-                            kind: "applied",
-                            tenant: Arc::new(t),
-                        });
-                    }
-                    Ok(_) => {}
-                    Err(e) => warn!(error = %e, "tenant watch failed; retrying with backoff"),
-                }
+                };
+                // The cache first, then the broadcast: a stream that sees a change finds it
+                // in the cache.
+                writer.apply_watcher_event(&event);
+                let change = |kind, t: &Tenant| Change {
+                    kind,
+                    tenant: Arc::new(t.clone()),
+                };
+                let sent = match &event {
+                    // InitApply: a relist; the store is replaced, streams resend what they see.
+                    watcher::Event::Apply(t) | watcher::Event::InitApply(t) => change("applied", t),
+                    watcher::Event::Delete(t) => change("deleted", t),
+                    watcher::Event::Init | watcher::Event::InitDone => continue,
+                };
+                let _ = sender.send(sent);
             }
             error!("the tenant watch ended");
         });
@@ -125,5 +125,78 @@ impl Tenants {
             true
         };
         tokio::time::timeout(within, caught).await.unwrap_or(false)
+    }
+}
+
+/// The event with every Tenant this version cannot read kept out of the cache: not listed, and
+/// a readable one that becomes unreadable leaves it (a `Delete` of its name), so that nobody is
+/// shown a state the server can no longer vouch for. Each is logged.
+fn readable(event: watcher::Event<DeserializeGuard<Tenant>>) -> Option<watcher::Event<Tenant>> {
+    let read = |guard: DeserializeGuard<Tenant>| match guard.0 {
+        Ok(tenant) => Ok(tenant),
+        Err(invalid) => {
+            let name = invalid.metadata.name.clone().unwrap_or_default();
+            warn!(tenant = %name, error = %invalid.error, "cannot read Tenant; it is left out");
+            // Only its name matters to the cache (objects are keyed by it).
+            let mut gone = Tenant::new(&name, TenantSpec::new("", "0", "0", None));
+            gone.metadata = invalid.metadata;
+            Err(gone)
+        }
+    };
+    Some(match event {
+        watcher::Event::Apply(guard) => match read(guard) {
+            Ok(tenant) => watcher::Event::Apply(tenant),
+            Err(gone) => watcher::Event::Delete(gone),
+        },
+        watcher::Event::Delete(guard) => match read(guard) {
+            Ok(tenant) | Err(tenant) => watcher::Event::Delete(tenant),
+        },
+        // An unreadable one is simply not in the new cache (None: no event at all, since an
+        // `Init` here would start the relist over).
+        watcher::Event::InitApply(guard) => watcher::Event::InitApply(read(guard).ok()?),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Tenant as the API server holds it, with `deletion_policy` (a newer version's value
+    /// makes it unreadable here).
+    fn stored(name: &str, deletion_policy: &str) -> DeserializeGuard<Tenant> {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubespaces.io/v1alpha1", "kind": "Tenant",
+            "metadata": {"name": name, "uid": format!("uid-{name}")},
+            "spec": {"owner": "uma@example.com", "resources": {"cpu": "1", "memory": "1Gi"},
+                     "deletionPolicy": deletion_policy}
+        }))
+        .expect("a guard takes any object")
+    }
+
+    #[test]
+    fn a_tenant_this_version_cannot_read_is_kept_out_of_the_cache() {
+        let name = |e: &watcher::Event<Tenant>| match e {
+            watcher::Event::Apply(t) | watcher::Event::InitApply(t) | watcher::Event::Delete(t) => {
+                t.name_any()
+            }
+            _ => String::new(),
+        };
+        // Read: passed on as it came.
+        let event = readable(watcher::Event::InitApply(stored("ok", "Delete")));
+        assert!(matches!(event, Some(watcher::Event::InitApply(_))));
+        // Unreadable in a relist: not in the new cache, and the relist goes on (no `Init`).
+        assert!(readable(watcher::Event::InitApply(stored("newer", "Archive"))).is_none());
+        // Changed into something unreadable: out of the cache, by its name.
+        let event = readable(watcher::Event::Apply(stored("newer", "Archive")));
+        assert!(matches!(event, Some(watcher::Event::Delete(_))));
+        assert_eq!(event.as_ref().map(name).as_deref(), Some("newer"));
+        let event = readable(watcher::Event::Apply(stored("ok", "Orphan")));
+        assert!(matches!(event, Some(watcher::Event::Apply(_))));
+        assert!(matches!(
+            readable(watcher::Event::InitDone),
+            Some(watcher::Event::InitDone)
+        ));
     }
 }
