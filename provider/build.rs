@@ -12,16 +12,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed=../proto/{f}");
     }
     let fds = protox::compile(files, includes)?;
+    // Their indented "DO NOT USE" banners would be taken by rustdoc for doc tests (and fail to
+    // compile as Rust); the fields are documented in the .proto file. (The builder's own
+    // disable_comments only reaches the service code.)
+    let mut messages = tonic_prost_build::Config::new();
+    messages.disable_comments([
+        ".tfplugin6.PlanResourceChange.Response.legacy_type_system",
+        ".tfplugin6.ApplyResourceChange.Response.legacy_type_system",
+    ]);
     tonic_prost_build::configure()
         .build_client(false)
         .build_server(true)
         .generate_default_stubs(true)
-        // Their indented "DO NOT USE" banners would be taken by rustdoc for doc tests (and
-        // fail to compile as Rust); the fields are documented in the .proto file.
-        .disable_comments([
-            ".tfplugin6.PlanResourceChange.Response.legacy_type_system",
-            ".tfplugin6.ApplyResourceChange.Response.legacy_type_system",
-        ])
-        .compile_fds(fds)?;
+        .compile_fds_with_config(fds, messages)?;
     Ok(())
 }

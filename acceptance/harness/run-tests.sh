@@ -190,8 +190,8 @@ grep -E '^build-tools: built ' "$TOOLS_LOG" >&2 || true
 phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 
 # The tools only some tests use build from here on, while the chart is installed and the tests
-# run, at a lower priority, in CPU time the tests mostly leave idle (cold: about 8 min of build;
-# cached: a lookup): health-check (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu
+# run, at a lower priority, in CPU time the tests leave (cold: 22 min under their load, 8 on an
+# idle machine; cached: a lookup): health-check (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu
 # (the provider's second pass). Their tests wait for them (kubespaces_acceptance::built_tool);
 # their links are dropped first so that no test runs a stale build of an older pin. The steps
 # below pass KUBESPACES_BIN, so none of them waits for build-tools.sh's lock meanwhile.
@@ -291,8 +291,8 @@ PROVIDER_LANE=$!
 # lighter ones to even the lanes out (cold, each lane's binaries took 18-19 min). Lane B is every
 # other test target of the workspace (a new one lands there), unit tests too; the doc tests
 # follow both. Every run selects the whole workspace, as above.
-LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election observability operator_restart
-  real_node gateway)
+LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election observability
+  operator_restart real_node gateway)
 LANE_A_LATE=(crossplane)
 LANE_B_LATE=(health)
 ALONE=(api_outage chart)

@@ -253,8 +253,8 @@ async fn tenants_in_every_phase_match_the_fixtures() {
         |t| {
             let done = |c: &&str| t.condition(c).is_some_and(|c| c.status == "True");
             t.phase() == Some("Provisioning")
-                && HOST_READINESS.iter().all(|c| done(c))
-                && APPS_READINESS.iter().all(|c| done(c))
+                && HOST_READINESS.iter().all(&done)
+                && APPS_READINESS.iter().all(&done)
                 && done(&API_ROUTE_ACCEPTED)
                 && t.condition(CONTROL_PLANE_READY)
                     .is_some_and(|c| c.reason == "Starting")

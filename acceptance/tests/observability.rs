@@ -245,19 +245,21 @@ struct WidenedCrd {
     env: Env,
 }
 
+/// `kubectl patch` of the Tenant CRD with a JSON patch.
+fn patch_crd(env: &Env, patch: &serde_json::Value) -> std::process::Output {
+    let crd = Tenant::crd_name();
+    let patch = patch.to_string();
+    env.kubectl(&["patch", "crd", crd, "--type=json", "-p", &patch], None)
+}
+
 impl WidenedCrd {
     fn new(env: &Env) -> WidenedCrd {
-        let patch = json!([{"op": "add", "path": format!("{DELETION_POLICY_ENUM}/-"), "value": NEWER_POLICY}]);
-        env.kubectl_ok(
-            &[
-                "patch",
-                "crd",
-                &Tenant::crd_name(),
-                "--type=json",
-                "-p",
-                &patch.to_string(),
-            ],
-            None,
+        let add = json!([{"op": "add", "path": format!("{DELETION_POLICY_ENUM}/-"), "value": NEWER_POLICY}]);
+        let out = patch_crd(env, &add);
+        assert!(
+            out.status.success(),
+            "widen the Tenant CRD: {}",
+            String::from_utf8_lossy(&out.stderr)
         );
         WidenedCrd { env: Env::get() }
     }
@@ -265,22 +267,12 @@ impl WidenedCrd {
 
 impl Drop for WidenedCrd {
     fn drop(&mut self) {
-        // Removes the value it added, wherever it is now, and only that.
-        let patch = json!([
+        // Removes the value it appended (the third), and only if it is still that value.
+        let remove = json!([
             {"op": "test", "path": format!("{DELETION_POLICY_ENUM}/2"), "value": NEWER_POLICY},
             {"op": "remove", "path": format!("{DELETION_POLICY_ENUM}/2")}
         ]);
-        let out = self.env.kubectl(
-            &[
-                "patch",
-                "crd",
-                &Tenant::crd_name(),
-                "--type=json",
-                "-p",
-                &patch.to_string(),
-            ],
-            None,
-        );
+        let out = patch_crd(&self.env, &remove);
         if !out.status.success() && !std::thread::panicking() {
             panic!(
                 "the Tenant CRD could not be put back: {}",

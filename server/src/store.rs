@@ -132,28 +132,30 @@ impl Tenants {
 /// a readable one that becomes unreadable leaves it (a `Delete` of its name), so that nobody is
 /// shown a state the server can no longer vouch for. Each is logged.
 fn readable(event: watcher::Event<DeserializeGuard<Tenant>>) -> Option<watcher::Event<Tenant>> {
+    // The Tenant as read, or one holding only the unreadable object's metadata (the cache keys
+    // by its name), and whether it could be read.
     let read = |guard: DeserializeGuard<Tenant>| match guard.0 {
-        Ok(tenant) => Ok(tenant),
+        Ok(tenant) => (tenant, true),
         Err(invalid) => {
             let name = invalid.metadata.name.clone().unwrap_or_default();
             warn!(tenant = %name, error = %invalid.error, "cannot read Tenant; it is left out");
-            // Only its name matters to the cache (objects are keyed by it).
             let mut gone = Tenant::new(&name, TenantSpec::new("", "0", "0", None));
             gone.metadata = invalid.metadata;
-            Err(gone)
+            (gone, false)
         }
     };
     Some(match event {
         watcher::Event::Apply(guard) => match read(guard) {
-            Ok(tenant) => watcher::Event::Apply(tenant),
-            Err(gone) => watcher::Event::Delete(gone),
+            (tenant, true) => watcher::Event::Apply(tenant),
+            (gone, false) => watcher::Event::Delete(gone),
         },
-        watcher::Event::Delete(guard) => match read(guard) {
-            Ok(tenant) | Err(tenant) => watcher::Event::Delete(tenant),
-        },
+        watcher::Event::Delete(guard) => watcher::Event::Delete(read(guard).0),
         // An unreadable one is simply not in the new cache (None: no event at all, since an
         // `Init` here would start the relist over).
-        watcher::Event::InitApply(guard) => watcher::Event::InitApply(read(guard).ok()?),
+        watcher::Event::InitApply(guard) => match read(guard) {
+            (tenant, true) => watcher::Event::InitApply(tenant),
+            (_, false) => return None,
+        },
         watcher::Event::Init => watcher::Event::Init,
         watcher::Event::InitDone => watcher::Event::InitDone,
     })
