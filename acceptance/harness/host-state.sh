@@ -23,7 +23,7 @@ if [ "${1:-}" = --except ]; then
   except=$(cd "$2" && pwd)
   node_ids "$except"
   skip="$NODE_NS|$NODE_LINK|KUBESPACES-GUARD-$NODE_ID|/$NODE_CGROUP|/run/kubespaces/$NODE_ID|^$except/"
-  NODE_INO=$(stat -Lc %i "/run/netns/$NODE_NS" 2>/dev/null) || NODE_INO=
+  NODE_INO=$(node_netns_inode)
   for n in etcd kube-apiserver kube-controller-manager kube-scheduler kwok operator; do
     pid=$(pid_alive "$except" "$n") && skip_pids+="$pid "
   done
@@ -36,10 +36,7 @@ fi
 excepted() {
   [ -n "${except:-}" ] || return 1
   [[ "$skip_pids" != *" $1 "* ]] || return 0
-  if [ -n "$NODE_INO" ] && [ "$(stat -Lc %i "/proc/$1/ns/net" 2>/dev/null)" = "$NODE_INO" ]; then
-    return 0
-  fi
-  grep -q ":/$NODE_CGROUP/" "/proc/$1/cgroup" 2>/dev/null && return 0
+  pid_in_node "$1" "$NODE_INO" && return 0
   [ "$(proc_exe_name "$1" 2>/dev/null)" = kubespaces-operator ] \
     && tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -q "^KUBECONFIG=$except/"
 }

@@ -112,19 +112,28 @@ guard_down() {
   iptables -w -X "$c" 2>/dev/null || true
 }
 
-# Pids of every process in the node's network namespace (the components, and the shims, which
-# containerd starts there) and of every process in the node's cgroups (the containers, which live
-# in network namespaces of their own).
+# The inode of the node's network namespace (empty when there is none), for pid_in_node.
+node_netns_inode() { stat -Lc %i "/run/netns/$NODE_NS" 2>/dev/null || true; }
+
+# pid_in_node PID INODE: the process is in the node's network namespace (INODE, from
+# node_netns_inode: the components, and the shims, which containerd starts there) or in the
+# node's cgroups (the containers, which live in network namespaces of their own).
+# (Each test sits in an `if`: a bare failing command here would fire the harness's ERR trap.)
+pid_in_node() {
+  if [ -n "$2" ] && [ "$(stat -Lc %i "/proc/$1/ns/net" 2>/dev/null)" = "$2" ]; then
+    return 0
+  fi
+  if grep -q ":/$NODE_CGROUP/" "/proc/$1/cgroup" 2>/dev/null; then return 0; fi
+  return 1
+}
+
+# Pids of every process in the node (see pid_in_node).
 node_pids() {
   local ino p
-  ino=$(stat -Lc %i "/run/netns/$NODE_NS" 2>/dev/null) || ino=
+  ino=$(node_netns_inode)
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
-    if [ -n "$ino" ] && [ "$(stat -Lc %i "/proc/$p/ns/net" 2>/dev/null)" = "$ino" ]; then
-      echo "$p"
-    elif grep -q ":/$NODE_CGROUP/" "/proc/$p/cgroup" 2>/dev/null; then
-      echo "$p"
-    fi
+    if pid_in_node "$p" "$ino"; then echo "$p"; fi
   done
 }
 

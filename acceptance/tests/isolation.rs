@@ -4,8 +4,9 @@
 //! - Traffic. From a pod of tenant A: A's own pods and cluster DNS answer; tenant B's pod and
 //!   Service, a pod in kube-system, the node's own address (kubelet, API server), the
 //!   operator's metrics port and a server at the cloud metadata address and in each other
-//!   excepted range (172.16/12, 192.168/16, carrier-grade NAT; put on the node's loopback) do not. A platform namespace reaches A. Each cut-off path is shown to open once the policies are
-//!   removed (tenants paused, so the operator leaves the deletion alone), and to close again
+//!   excepted range (172.16/12, 192.168/16, carrier-grade NAT; put on the node's loopback) do
+//!   not. A platform namespace reaches A. Each cut-off path is shown to open once the policies
+//!   are removed (tenants paused, so the operator leaves the deletion alone), and to close again
 //!   when the operator restores them: the policy, not the network, is what blocked.
 //! - The owner. Through impersonation, the owner is refused each way out of the namespace that
 //!   RBAC alone would leave open: Endpoints and EndpointSlices, `services/proxy`, a RoleBinding
@@ -19,7 +20,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::{
-    core::v1::{Namespace, Pod, Service},
+    core::v1::{Namespace, Pod, PodSpec, Service},
     networking::v1::NetworkPolicy,
 };
 use kube::{
@@ -29,9 +30,9 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     pods::{
-        self, HTTP_PORT, cluster_ip_service, delete_tenant, fresh_tenant, http_get_from,
-        httpd_spec, nslookup_addresses, page_of, pod, pod_ip, real_nodes, retry_until, shell_spec,
-        wait_namespace_ready_for_pods, wait_pod_running,
+        self, HTTP_PORT, busybox_spec, cluster_ip_service, delete_tenant, fresh_tenant,
+        http_get_from, httpd_spec, nslookup_addresses, page_of, pod, pod_ip, real_nodes,
+        retry_until, shell_spec, wait_namespace_ready_for_pods, wait_pod_running,
     },
     wait_for, wait_gone, wait_ready,
 };
@@ -148,7 +149,7 @@ const OFF_LIMITS: [(&str, &str); 4] = [
 /// network would: a pod on the node's own network that puts the addresses on the node's loopback
 /// and takes them away again when it stops. The node is the harness's network namespace, so the
 /// traffic stays on this machine.
-fn off_limits_listener(image: &str, nodes: &[String]) -> serde_json::Value {
+fn off_limits_listener(image: &str, nodes: &[String]) -> PodSpec {
     let addresses = OFF_LIMITS.map(|(_, a)| a).join(" ");
     let script = format!(
         "for a in {addresses}; do ip addr replace $a/32 dev lo || exit 1; done; \
@@ -157,23 +158,22 @@ fn off_limits_listener(image: &str, nodes: &[String]) -> serde_json::Value {
          httpd -p {OFF_LIMITS_PORT} -h /tmp/www; while true; do sleep 1; done",
         page = page_of("off-limits"),
     );
-    json!({
-        "hostNetwork": true,
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": nodes}
-            ]}]
-        }}},
-        "terminationGracePeriodSeconds": 10,
-        "containers": [{
-            "name": "main",
-            "image": image,
-            "imagePullPolicy": "IfNotPresent",
-            "command": ["sh", "-c", script],
-            "securityContext": {"runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}},
-            "readinessProbe": {"tcpSocket": {"port": OFF_LIMITS_PORT}, "periodSeconds": 2},
-        }],
-    })
+    let mut spec = busybox_spec(image, nodes, &script);
+    spec.host_network = Some(true);
+    // Root with NET_ADMIN on the node's network, instead of the restricted profile; time for
+    // the trap to take the addresses away.
+    spec.security_context = None;
+    spec.termination_grace_period_seconds = Some(10);
+    let main = &mut spec.containers[0];
+    main.security_context = Some(
+        serde_json::from_value(json!({"runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}}))
+            .expect("a valid security context"),
+    );
+    main.readiness_probe = Some(
+        serde_json::from_value(json!({"tcpSocket": {"port": OFF_LIMITS_PORT}, "periodSeconds": 2}))
+            .expect("a valid probe"),
+    );
+    spec
 }
 
 /// Pauses (`true`) or resumes the tenant and waits until it says so.
@@ -299,8 +299,7 @@ async fn a_tenant_pod_reaches_its_namespace_and_dns_and_nothing_else_of_the_clus
             .await
             .unwrap_or_else(|e| panic!("create pod {name}: {e}"));
     }
-    let listener =
-        serde_json::from_value(off_limits_listener(&image, &nodes)).expect("a valid pod spec");
+    let listener = off_limits_listener(&image, &nodes);
     pods_system
         .create(&create, &pod(off_limits, &[("app", off_limits)], listener))
         .await

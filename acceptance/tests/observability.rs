@@ -22,9 +22,8 @@ use k8s_openapi::api::{
     core::v1::{Namespace, Pod},
     events::v1::Event,
 };
-use kube::CustomResourceExt;
 use kube::{
-    Api, Client,
+    Api, Client, CustomResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use kubespaces_acceptance::{
@@ -253,15 +252,16 @@ fn patch_crd(env: &Env, patch: &serde_json::Value) -> std::process::Output {
 }
 
 impl WidenedCrd {
-    fn new(env: &Env) -> WidenedCrd {
+    fn new() -> WidenedCrd {
+        let env = Env::get();
         let add = json!([{"op": "add", "path": format!("{DELETION_POLICY_ENUM}/-"), "value": NEWER_POLICY}]);
-        let out = patch_crd(env, &add);
+        let out = patch_crd(&env, &add);
         assert!(
             out.status.success(),
             "widen the Tenant CRD: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        WidenedCrd { env: Env::get() }
+        WidenedCrd { env }
     }
 }
 
@@ -313,7 +313,7 @@ async fn a_tenant_the_operator_cannot_read_is_a_warning_event_and_stops_nothing_
         "spec": {"owner": "uma@example.com", "resources": {"cpu": "1", "memory": "1Gi"},
                  "deletionPolicy": NEWER_POLICY}
     });
-    let widened = WidenedCrd::new(&env);
+    let widened = WidenedCrd::new();
     // The API server takes up a changed CRD a moment later.
     let created = wait_for(
         "the widened CRD to admit the newer deletionPolicy",
