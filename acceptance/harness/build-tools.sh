@@ -98,6 +98,10 @@ build_cached() {
   echo "$out"
 }
 
+# moddir TOOLDIR MODULE: where the Go module cache holds MODULE at TOOLDIR's pin (downloaded if
+# it is not there: a cached build needs no download of its own).
+moddir() { (cd "$1" && go mod download -json "$2" | sed -nE 's/^\s*"Dir": "(.*)",?$/\1/p'); }
+
 modversion() { grep -oE "^\s*(require )?$1 v[^ ]+" "$2/go.mod" | head -1 | awk '{print $NF}'; }
 
 K8S_V=$(modversion k8s.io/kubernetes "$TOOLS/k8s")
@@ -291,18 +295,23 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       ln -sfn "$dir/health-check" "$BIN/health-check" ;;
     crossplane)
       # crossplane, stamped like its release build (`crossplane --version` says v2.3.4); xp-render,
-      # which feeds `crossplane internal render` from YAML files; and the function it dials.
+      # which feeds `crossplane internal render` from YAML files; xp-package, which builds a
+      # function's package; and the function they use. Beside them, the upstream files
+      # images.sh and crossplane.sh use: Crossplane's cluster/ (CRDs, webhook configurations,
+      # its Helm chart) and the function's package/ (its crossplane.yaml and input CRD).
       XP_V=$(modversion github.com/crossplane/crossplane/v2 "$TOOLS/crossplane")
       dir=$(build_cached crossplane "$XP_V" "$TOOLS/crossplane" \
         "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$XP_V" \
-        github.com/crossplane/crossplane/v2/cmd/crossplane ./xp-render)
-      ln -sfn "$dir/crossplane" "$BIN/crossplane"
-      ln -sfn "$dir/xp-render" "$BIN/xp-render"
+        github.com/crossplane/crossplane/v2/cmd/crossplane ./xp-render ./xp-package)
+      for b in crossplane xp-render xp-package; do ln -sfn "$dir/$b" "$BIN/$b"; done
+      ln -sfn "$(moddir "$TOOLS/crossplane" github.com/crossplane/crossplane/v2)/cluster" "$BIN/crossplane-cluster"
       PAT_V=$(modversion github.com/crossplane-contrib/function-patch-and-transform "$TOOLS/function-pat")
       # Its main package is the module root (in v0.10.x; newer heads moved it to cmd/fn).
       dir=$(build_cached function-pat "$PAT_V" "$TOOLS/function-pat" "-s -w" \
         github.com/crossplane-contrib/function-patch-and-transform)
-      ln -sfn "$dir/function-patch-and-transform" "$BIN/function-patch-and-transform" ;;
+      ln -sfn "$dir/function-patch-and-transform" "$BIN/function-patch-and-transform"
+      ln -sfn "$(moddir "$TOOLS/function-pat" github.com/crossplane-contrib/function-patch-and-transform)/package" \
+        "$BIN/function-patch-and-transform-package" ;;
     dex)
       # Dex's module path has no /v2, so it is pinned by commit (a pseudo-version; v2.45.1 is
       # 11d2eeb52b42). Memory storage only: no cgo (sqlite) needed. Web assets are embedded.

@@ -19,6 +19,10 @@
 #   the node.
 # vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
 #   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
+# crossplane: builds and imports Crossplane's image and the package of the composition function
+#   docs/crossplane.md uses (binaries and upstream files: build-tools.sh --with crossplane), for
+#   crossplane.sh. The package is built by xp-package and also written as the entry of
+#   Crossplane's package cache; TARBALL.ref holds the reference to install it by.
 #
 # The names are the ones manifests use, with imagePullPolicy IfNotPresent:
 #   localhost/kubespaces/pause:1        the pod sandbox (own pause program)
@@ -35,13 +39,19 @@
 #                                       kube-scheduler,kine}, which the vCluster chart's init
 #                                       container copies to /binaries (only with `vcluster`)
 #   localhost/kubespaces/operator:<t>   the operator (only with `operator`)
+#   localhost/kubespaces/crossplane:<v> Crossplane core and its RBAC manager, with the CRDs and
+#                                       webhook configurations `crossplane core init` installs
+#                                       (only with `crossplane`)
+#   localhost/kubespaces/function-patch-and-transform:<v>  that function's package: its runtime
+#                                       (the function as /function, uid 65532) and its package.yaml
+#                                       layer (only with `crossplane`)
 # To add an image: a rootfs_NAME function and a line in IMAGES below (see docs/development.md).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=images
 
-USAGE="usage: $0 build | import STATE_DIR | operator STATE_DIR BINARY | vcluster STATE_DIR"
+USAGE="usage: $0 build | import STATE_DIR | operator STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR"
 [ $# -ge 1 ] || die "$USAGE"
 BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh")}
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
@@ -104,6 +114,18 @@ rootfs_kubernetes() {
   for b in kube-apiserver kube-controller-manager kube-scheduler kine; do
     install -D -m755 "$BIN/$b" "$1/kubernetes/$b"
   done
+}
+# Crossplane, laid out as its release image: the binary on PATH, the files `core init` applies.
+rootfs_crossplane() {
+  etc_files "$1"
+  install -D -m755 "$BIN/crossplane" "$1/usr/local/bin/crossplane"
+  cp -rL "$BIN/crossplane-cluster/crds" "$1/crds"
+  cp -rL "$BIN/crossplane-cluster/webhookconfigurations" "$1/webhookconfigurations"
+  chmod -R a+rX,u+w "$1/crds" "$1/webhookconfigurations"
+}
+# A function's runtime, as upstream's image: the function as /function (its entrypoint).
+rootfs_function-runtime() {
+  etc_files "$1"; install -D -m755 "$BIN/function-patch-and-transform" "$1/function"
 }
 rootfs_busybox() {
   local applet
@@ -204,6 +226,30 @@ build_vcluster() {
   build_image kubernetes "$KUBECTL_V" - -
 }
 
+# build_crossplane: Crossplane's image, and the function's package built on its runtime image.
+build_crossplane() {
+  local xp_v pat_v runtime pkg
+  xp_v=$("$BIN/crossplane" --version)
+  pat_v=$(awk '{ m = $1; v = $2 } $1 == "require" { m = $2; v = $3 }
+               m == "github.com/crossplane-contrib/function-patch-and-transform" { print v; exit }' \
+    "$REPO_ROOT/acceptance/tools/function-pat/go.mod")
+  build_image crossplane "$xp_v" '["/usr/local/bin/crossplane"]' -
+  read -r _ _ runtime _ < <(build_image function-runtime "$pat_v" '["/function"]' -)
+  # Keyed by the runtime image and the package's files: the cache entry's name holds the digest.
+  pkg="$CACHE/function-patch-and-transform-$( (basename "$runtime"; cat "$BIN"/function-patch-and-transform-package/*.yaml \
+    "$BIN"/function-patch-and-transform-package/*/*.yaml) | sha256sum | cut -c1-16).tar"
+  if [ ! -s "$pkg.ref" ]; then
+    rm -rf "$pkg.cache"
+    "$BIN/xp-package" --package-root "$BIN/function-patch-and-transform-package/" \
+      --runtime-image "$runtime" --source kubespaces.localhost/function-patch-and-transform \
+      --tag "localhost/kubespaces/function-patch-and-transform:$pat_v" --out "$pkg" \
+      --cache-dir "$pkg.cache" >"$pkg.ref.tmp"
+    mv "$pkg.ref.tmp" "$pkg.ref"
+  fi
+  # The ID import_images records: the image's config digest, as mkimage prints it.
+  echo "function-patch-and-transform $pat_v $pkg $(tar -xOf "$pkg" manifest.json | grep -oE 'sha256:[0-9a-f]{64}' | head -1)"
+}
+
 # import_images STATE: imports the images of the "NAME TAG TARBALL ID" lines on stdin into the
 # containerd of the cluster in STATE, unless it holds that ID under that name already (recorded
 # in the image store, which outlives clusters of the same state dir); echoes the lines.
@@ -245,6 +291,16 @@ case $1 in
     shopt -s inherit_errexit
     lines=$(build_vcluster)
     [ "$(grep -c . <<<"$lines")" -eq 2 ] || die "building the vCluster images gave no images"
+    import_images "$2" <<<"$lines"
+    ;;
+  crossplane)
+    [ $# -eq 2 ] || die "$USAGE"
+    for b in crossplane xp-package function-patch-and-transform crossplane-cluster function-patch-and-transform-package; do
+      [ -e "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with crossplane"
+    done
+    shopt -s inherit_errexit
+    lines=$(build_crossplane)
+    [ "$(grep -c . <<<"$lines")" -eq 2 ] || die "building the Crossplane images gave no images"
     import_images "$2" <<<"$lines"
     ;;
   import)

@@ -196,7 +196,8 @@ phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 # their links are dropped first so that no test runs a stale build of an older pin. The steps
 # below pass KUBESPACES_BIN, so none of them waits for build-tools.sh's lock meanwhile.
 step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
-rm -f "$BIN"/{health-check,crossplane,xp-render,function-patch-and-transform,tofu} "$STATE/tools.failed"
+rm -f "$BIN"/{health-check,crossplane,xp-render,xp-package,crossplane-cluster,function-patch-and-transform,function-patch-and-transform-package,tofu} \
+  "$STATE/tools.failed"
 # In the order the tests need them: crossplane.rs ends one lane, the OpenTofu pass follows the
 # terraform pass (which ends before the lanes do), health.rs's verdicts end the other lane.
 setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with crossplane --with tofu --with health-check \

@@ -1,5 +1,6 @@
 //! Crossplane v2 composing Tenants: `examples/crossplane/` (XRD, Composition, Function, XR) and
-//! the chart's aggregated ClusterRole, tested with Crossplane's own engine.
+//! the chart's aggregated ClusterRole, tested with Crossplane itself: running in the cluster for
+//! the live path, and its render engine for every phase of a Tenant.
 //!
 //! Renders go through the real `crossplane internal render` of Crossplane v2.3.4 (one reconcile
 //! of the real composite reconciler on an in-memory client), fed by `xp-render` (which only turns
@@ -13,17 +14,18 @@
 //! - `the_composed_tenant_passes_the_crds_validation`: the Tenant the composition makes is
 //!   accepted by the installed CRD (server-side apply, dry run, strict field validation), keeps
 //!   every field, and bad XR input is refused by the API server with the CRD's messages.
-//! - `a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_secret`: the composed
-//!   Tenant, applied to the cluster, is made Ready by a real operator, which writes its
-//!   connection Secret; rendering with those live objects observed makes the XR Ready and gives
-//!   it the kubeconfig.
 //! - `the_render_commands_of_the_docs_work`: the command block of docs/crossplane.md, "Render it
 //!   yourself", run as written (on a free port instead of 9443).
-//! - `crossplane_may_manage_tenants_through_the_aggregated_clusterrole`: the chart's ClusterRole
-//!   is aggregated into a role selecting Crossplane's label, and whoever holds that role may
-//!   do what Crossplane does with Tenants, and no more.
+//! - `crossplane_in_the_cluster_composes_a_ready_tenant_and_its_kubeconfig`: Crossplane itself,
+//!   installed in the cluster from its own chart (`acceptance/harness/crossplane.sh`, images built
+//!   from the same pinned module, the function installed by Crossplane's package manager from its
+//!   package), composes a Tenant from an XR through the chart's ClusterRole aggregated into
+//!   Crossplane's; a real operator with tenant control planes makes it Ready, and the XR gets
+//!   Ready with a Secret whose kubeconfig reaches the tenant.
 
 // Its helpers, in a directory Cargo does not take for a test of its own.
+#[path = "crossplane/in_cluster.rs"]
+mod in_cluster;
 #[path = "crossplane/render.rs"]
 mod render;
 
@@ -33,27 +35,26 @@ use std::{
     time::Duration,
 };
 
+use in_cluster::{Crossplane, SERVICE_ACCOUNT, get, wait_absent, wait_condition};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use kube::{
-    Api,
-    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
-};
+use kube::api::DeleteParams;
 use kubespaces_acceptance::{
     Env,
+    control_planes::{pinned_digest, vcluster_flags},
     operator::{
         OperatorProcess, SHARD_LABEL, bind_connection_secrets, least_privileged_kubeconfig,
     },
-    wait_for, wait_gone, wait_ready,
+    tenant_cluster::{assert_reaches_tenant, private_kubeconfig},
+    wait_for, wait_gone,
 };
 use kubespaces_operator::{
     api::{SecretReference, Tenant},
-    conditions::CONNECTION_SECRET_READY,
     kubeconfig, names,
     reconcile::connection,
 };
 use render::{
-    Function, dry_run_apply, example, example_xr, first_render, render, repo, scratch_dir,
+    Function, dry_run_apply, example, example_xr, first_render, read_yaml, render, repo,
+    scratch_dir,
 };
 use serde_json::{Value, json};
 
@@ -295,52 +296,14 @@ fn the_composed_tenant_passes_the_crds_validation() {
     assert!(refusal.contains("at most 31 characters"), "{refusal}");
 }
 
-const TEST_NS: &str = "kubespaces-test-crossplane";
-const AGGREGATE: &str = "kubespaces-test:crossplane";
 const CHART_ROLE: &str = "kubespaces:crossplane";
 const VERBS: [&str; 7] = [
     "get", "list", "watch", "create", "update", "patch", "delete",
 ];
-
-/// A ClusterRole aggregating every ClusterRole with Crossplane's label, as Crossplane's chart
-/// installs it, bound to a ServiceAccount that stands for Crossplane.
-fn crossplane_stand_in() -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata:
-  name: {TEST_NS}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: crossplane
-  namespace: {TEST_NS}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: {AGGREGATE}
-aggregationRule:
-  clusterRoleSelectors:
-    - matchLabels:
-        rbac.crossplane.io/aggregate-to-crossplane: "true"
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: {AGGREGATE}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: {AGGREGATE}
-subjects:
-  - kind: ServiceAccount
-    name: crossplane
-    namespace: {TEST_NS}
-"#
-    )
-}
+const LIVE_SHARD: &str = "crossplane";
+const LIVE_NS: &str = "kubespaces-test-crossplane-secrets";
+/// A vCluster starting, and Crossplane's next poll of the composed Tenant.
+const CONTROL_PLANE_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn can_i(env: &Env, user: &str, verb: &str, resource: &str, subresource: &str) -> bool {
     let sub = format!("--subresource={subresource}");
@@ -348,10 +311,8 @@ fn can_i(env: &Env, user: &str, verb: &str, resource: &str, subresource: &str) -
     String::from_utf8_lossy(&out.stdout).trim() == "yes"
 }
 
-#[tokio::test]
-async fn crossplane_may_manage_tenants_through_the_aggregated_clusterrole() {
-    let env = Env::get();
-    // The chart's role: Crossplane's label, Tenants, the seven verbs, nothing else.
+/// The chart's role: Crossplane's aggregation label, Tenants, the seven verbs, nothing else.
+fn assert_chart_role(env: &Env) {
     let role: Value = serde_json::from_str(
         &env.kubectl_ok(&["get", "clusterrole", CHART_ROLE, "-o", "json"], None),
     )
@@ -365,216 +326,226 @@ async fn crossplane_may_manage_tenants_through_the_aggregated_clusterrole() {
         json!([{"apiGroups": ["kubespaces.io"], "resources": ["tenants"], "verbs": VERBS}]),
         "{CHART_ROLE}'s rules"
     );
+}
 
-    env.apply(&crossplane_stand_in());
-    // kube-controller-manager's aggregation controller copies the labelled roles' rules in.
+/// The example Composition, its Tenant labelled for this test's operator.
+fn composition_for_the_test_operator() -> Value {
+    let mut composition = read_yaml(&example("composition.yaml"));
+    let base = &mut composition["spec"]["pipeline"][0]["input"]["resources"][0]["base"];
+    assert_eq!(base["kind"], "Tenant", "the Composition's first resource");
+    base["metadata"] = json!({"labels": {SHARD_LABEL: LIVE_SHARD}});
+    composition
+}
+
+/// Crossplane itself, running in the cluster under the identity and roles its chart gives it,
+/// composes a Tenant from an XTenant (the example's XRD and Composition, the function installed
+/// from its package): the chart's ClusterRole aggregated into Crossplane's is all that lets it
+/// manage Tenants. A real operator with tenant control planes makes the Tenant Ready and writes
+/// the tenant's kubeconfig to its connection Secret; Crossplane marks the XR Ready, reports the
+/// Tenant on it and composes the XR's Secret with that kubeconfig, which reaches the tenant's
+/// own API. Deleting the XR deletes the Tenant.
+#[tokio::test]
+async fn crossplane_in_the_cluster_composes_a_ready_tenant_and_its_kubeconfig() {
+    let env = Env::get();
+    let client = env.client().await;
+    let tenants = env.tenants().await;
+    assert_chart_role(&env);
+    let name = "xp-live";
+    let xr_kind = "xtenant.platform.example.org";
+    // Leftovers of an earlier run: the XR first (Crossplane deletes what it composed).
+    let _ = env.kubectl(&["delete", "--ignore-not-found", xr_kind, name], None);
+    let _ = tenants.delete(name, &DeleteParams::default()).await;
+    env.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {LIVE_NS}\n"
+    ));
+    let crossplane = Crossplane::install();
+
+    // An operator of its own, running tenant control planes under the chart's roles, allowed to
+    // write connection Secrets in LIVE_NS (as the chart's tenants.connectionSecretNamespaces
+    // does it).
+    let kubeconfig = least_privileged_kubeconfig(&client, None).await;
+    bind_connection_secrets(&client, &kubeconfig, LIVE_NS).await;
+    let mut flags = vcluster_flags(&pinned_digest(), &[]);
+    flags.extend(["--connection-secret-namespaces".into(), LIVE_NS.into()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let _operator = OperatorProcess::start_as(
+        env.operator_bin(),
+        LIVE_SHARD,
+        &flags,
+        Some(kubeconfig.path.clone()),
+    )
+    .await;
+    wait_gone(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
+
+    env.apply(&std::fs::read_to_string(example("xrd.yaml")).unwrap());
+    wait_condition(
+        &env,
+        "compositeresourcedefinition",
+        "xtenants.platform.example.org",
+        "Established",
+        Duration::from_secs(120),
+    )
+    .await;
+    env.apply(&composition_for_the_test_operator().to_string());
+    let mut xr = example_xr();
+    xr["metadata"]["name"] = json!(name);
+    xr["spec"]["writeConnectionSecretToRef"] =
+        json!({"name": format!("{name}-kubeconfig"), "namespace": LIVE_NS});
+    // The XR's kind is served once Crossplane has started its controller.
     wait_for(
-        "the chart's rules aggregated into the Crossplane stand-in role",
-        Duration::from_secs(60),
+        "the XTenant kind served",
+        Duration::from_secs(120),
         || async {
-            let r: Value = serde_json::from_str(
-                &env.kubectl_ok(&["get", "clusterrole", AGGREGATE, "-o", "json"], None),
-            )
-            .ok()?;
-            r["rules"]
-                .as_array()?
-                .iter()
-                .any(|rule| rule["resources"] == json!(["tenants"]))
+            env.kubectl(&["apply", "-f", "-"], Some(&xr.to_string()))
+                .status
+                .success()
                 .then_some(())
         },
     )
     .await;
 
-    let sa = format!("system:serviceaccount:{TEST_NS}:crossplane");
+    let ready = wait_condition(&env, xr_kind, name, "Ready", CONTROL_PLANE_TIMEOUT).await;
+    let tenant = tenants.get(name).await.expect("the composed Tenant");
+    // Crossplane made it: it is controlled by the XR and was applied by Crossplane's identity.
+    let owner = tenant
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .expect("a controller of the Tenant");
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("XTenant", name)
+    );
+    let managers: Vec<&str> = tenant
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|f| f.manager.as_deref())
+        .collect();
+    assert!(
+        managers
+            .iter()
+            .any(|m| m.starts_with("apiextensions.crossplane.io")),
+        "the Tenant's field managers: {managers:?}"
+    );
+    assert_eq!(
+        tenant.condition("Ready").map(|c| c.status.as_str()),
+        Some("True")
+    );
+    // What the XR reports of its Tenant.
+    let status = tenant.status.clone().expect("the Tenant's status");
+    assert_eq!(
+        ready["status"]["tenant"],
+        json!({
+            "phase": "Ready",
+            "namespace": names::namespace(name),
+            "api": status.endpoints.as_ref().and_then(|e| e.api.clone()),
+        }),
+        "{ready:#}"
+    );
+
+    // The XR's Secret, composed by Crossplane, holds the operator's copy of the tenant
+    // kubeconfig (the vCluster's own credentials), and it reaches the tenant's API.
+    let xr_secret_name = format!("{name}-kubeconfig");
+    let xr_secret_of = ["secret", "-n", LIVE_NS, xr_secret_name.as_str()];
+    let xr_secret = wait_for(
+        "the XR's connection Secret",
+        Duration::from_secs(60),
+        || async { get(&env, &xr_secret_of) },
+    )
+    .await;
+    let operator_copy = get(
+        &env,
+        &[
+            "secret",
+            "-n",
+            LIVE_NS,
+            &format!("{name}-tenant-connection"),
+        ],
+    )
+    .expect("the Tenant's connection Secret");
+    assert_eq!(
+        xr_secret["data"]["kubeconfig"], operator_copy["data"]["kubeconfig"],
+        "the XR's Secret carries the Tenant's kubeconfig"
+    );
+    let text: ByteString =
+        serde_json::from_value(xr_secret["data"]["kubeconfig"].clone()).expect("data.kubeconfig");
+    let text = String::from_utf8(text.0).expect("a UTF-8 kubeconfig");
+    let credential = kubeconfig::parse(&text).expect("a kubeconfig as KubeSpaces writes them");
+    assert!(matches!(credential.auth, kubeconfig::Auth::Token(_)));
+    let api = status.endpoints.as_ref().and_then(|e| e.api.clone());
+    let server: Value = serde_yaml::from_str(&text).expect("YAML");
+    assert_eq!(
+        server["clusters"][0]["cluster"]["server"].as_str(),
+        api.as_deref()
+    );
+    assert_reaches_tenant(
+        &env,
+        &private_kubeconfig(&format!("{name}.xr.kubeconfig"), &text),
+    )
+    .await;
+    println!(
+        "XR {name}: Ready=True, status.tenant={}, Secret {LIVE_NS}/{name}-kubeconfig reaches the tenant at {}",
+        ready["status"]["tenant"],
+        api.as_deref().unwrap_or_default()
+    );
+
+    // Crossplane's own identity holds the chart's rights on Tenants through the aggregation,
+    // and not the status, which only the operator writes.
     for verb in VERBS {
         assert!(
-            can_i(&env, &sa, verb, "tenants.kubespaces.io", ""),
+            can_i(&env, SERVICE_ACCOUNT, verb, "tenants.kubespaces.io", ""),
             "Crossplane may not {verb} tenants"
         );
     }
-    // Crossplane never writes a Tenant's status: the operator does.
     assert!(!can_i(
         &env,
-        &sa,
+        SERVICE_ACCOUNT,
         "update",
         "tenants.kubespaces.io",
         "status"
     ));
-
-    // Crossplane's identity may apply the Tenant the composition makes.
-    let function = Function::start();
-    let tenant = first_render(&function, &example_xr()).tenant().clone();
-    dry_run_apply(&env, &tenant, Some(&sa))
-        .unwrap_or_else(|e| panic!("Crossplane may not apply the composed Tenant: {e}"));
-
-    for (kind, name) in [
-        ("clusterrolebinding", AGGREGATE),
-        ("clusterrole", AGGREGATE),
-        ("namespace", TEST_NS),
-    ] {
-        // Waits until each is gone: a next run must not find the namespace terminating.
-        env.kubectl_ok(&["delete", kind, name], None);
-    }
-}
-
-const LIVE_SHARD: &str = "crossplane";
-const LIVE_NS: &str = "kubespaces-test-crossplane-secrets";
-
-#[tokio::test]
-async fn a_tenant_applied_as_composed_makes_the_xr_ready_with_its_connection_secret() {
-    let env = Env::get();
-    let client = env.client().await;
-    let tenants = env.tenants().await;
-    env.apply(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {LIVE_NS}\n"
-    ));
-    // An operator of its own, allowed to write connection Secrets in LIVE_NS (as the chart's
-    // tenants.connectionSecretNamespaces does it).
-    let kubeconfig = least_privileged_kubeconfig(&client, None).await;
-    bind_connection_secrets(&client, &kubeconfig, LIVE_NS).await;
-    let _operator = OperatorProcess::start_as(
-        env.operator_bin(),
-        LIVE_SHARD,
-        &["--connection-secret-namespaces", LIVE_NS],
-        Some(kubeconfig.path.clone()),
-    )
-    .await;
-
-    let function = Function::start();
-    let mut xr = example_xr();
-    let name = "xp-live";
-    xr["metadata"]["name"] = json!(name);
-    xr["spec"]["writeConnectionSecretToRef"] =
-        json!({"name": format!("{name}-kubeconfig"), "namespace": LIVE_NS});
-    let _ = tenants.delete(name, &DeleteParams::default()).await;
-    wait_gone(&tenants, name, Duration::from_secs(60)).await;
-
-    // What Crossplane would apply, for this test's operator. Without the owner reference: the
-    // XR it names does not exist here (Crossplane is not installed), and the garbage collector
-    // must not take the Tenant for an orphan.
-    let mut tenant = first_render(&function, &xr).tenant().clone();
-    tenant["metadata"]["labels"][SHARD_LABEL] = json!(LIVE_SHARD);
-    tenant["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("ownerReferences");
-    env.kubectl_ok(
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=apiextensions.crossplane.io/composed",
-            "-f",
-            "-",
-        ],
-        Some(&tenant.to_string()),
+    // The check docs/crossplane.md gives, as written, with the cluster's kubectl.
+    let docs = std::fs::read_to_string(repo().join("docs/crossplane.md")).unwrap();
+    let block = sh_block(&docs, "To check that Crossplane may manage Tenants");
+    let kubectl = std::env::var("KUBESPACES_KUBECTL").expect("KUBESPACES_KUBECTL (the harness's)");
+    let path = format!(
+        "{}:{}",
+        std::path::Path::new(&kubectl).parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
     );
-    wait_ready(&tenants, name, Duration::from_secs(90)).await;
-
-    // The tenant control plane publishes its kubeconfig (here the test does, in its place), and
-    // a reconcile is requested (the operator does not watch Secrets): the operator copies its CA
-    // and token, with the tenant's API URL.
-    let published = kubeconfig::tenant_kubeconfig(
-        "elsewhere",
-        "https://elsewhere.example.com:443",
-        "Q0E=",
-        "xp-live-token",
-    );
-    let kubeconfig_text = published.as_bytes();
-    let source = Secret {
-        metadata: ObjectMeta {
-            name: Some("tenant-kubeconfig".into()),
-            namespace: Some(names::namespace(name)),
-            ..ObjectMeta::default()
-        },
-        data: Some([("config".to_owned(), ByteString(kubeconfig_text.to_vec()))].into()),
-        ..Secret::default()
-    };
-    Api::<Secret>::namespaced(client.clone(), &names::namespace(name))
-        .create(&PostParams::default(), &source)
-        .await
-        .expect("the tenant kubeconfig");
-    tenants
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"annotations": {
-                "reconcile.fluxcd.io/requestedAt": "crossplane"}}})),
-        )
-        .await
-        .expect("request a reconcile");
-    wait_for(
-        "ConnectionSecretReady Written",
-        Duration::from_secs(60),
-        || async {
-            let t = tenants.get_opt(name).await.ok().flatten()?;
-            t.condition(CONNECTION_SECRET_READY)
-                .filter(|c| c.reason == "Written")
-                .map(|_| ())
-        },
-    )
-    .await;
-
-    // Render with the live Tenant and its connection Secret as Crossplane would observe them.
-    let live: Value =
-        serde_json::from_str(&env.kubectl_ok(&["get", "tenant", name, "-o", "json"], None))
-            .unwrap();
-    let target = &tenant["spec"]["writeConnectionSecretToRef"];
-    let secret: Value = serde_json::from_str(&env.kubectl_ok(
-        &[
-            "get",
-            "secret",
-            "-n",
-            target["namespace"].as_str().unwrap(),
-            target["name"].as_str().unwrap(),
-            "-o",
-            "json",
-        ],
-        None,
-    ))
-    .unwrap();
-    let r = render(&function, &xr, &[live], std::slice::from_ref(&secret));
-    assert_eq!(r.code, 0, "render failed:\n{}", r.stderr);
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", block])
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash");
     assert_eq!(
-        r.xr_condition("Ready"),
-        ("True".to_owned(), "Available".to_owned()),
-        "{:#}",
-        r.xr()
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "yes",
+        "{block}\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(r.xr()["status"]["tenant"]["phase"], "Ready");
-    assert_eq!(
-        r.xr()["status"]["tenant"]["namespace"],
-        json!(names::namespace(name))
-    );
-    let xr_secret = r.composed("Secret").expect("the XR's connection Secret");
-    assert_eq!(
+
+    // Deleting the XR deletes what Crossplane composed: the Tenant, then its Secret.
+    env.kubectl_ok(&["delete", "--wait=false", xr_kind, name], None);
+    wait_gone(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
+    wait_absent(&env, &[xr_kind, name], Duration::from_secs(120)).await;
+    wait_absent(&env, &xr_secret_of, Duration::from_secs(60)).await;
+    for (kind, object) in [
+        ("composition", "xtenants.platform.example.org"),
         (
-            &xr_secret["metadata"]["namespace"],
-            &xr_secret["metadata"]["name"]
+            "compositeresourcedefinition",
+            "xtenants.platform.example.org",
         ),
-        (&json!(LIVE_NS), &json!(format!("{name}-kubeconfig")))
-    );
-    // The XR's Secret carries exactly the operator's copy: the tenant's CA and token.
-    let copied: ByteString =
-        serde_json::from_value(xr_secret["data"]["kubeconfig"].clone()).expect("data.kubeconfig");
-    let written: ByteString = serde_json::from_value(secret["data"]["kubeconfig"].clone())
-        .expect("the copy's kubeconfig");
-    assert_eq!(copied, written);
-    let credential = kubeconfig::parse(&String::from_utf8_lossy(&copied.0))
-        .expect("a kubeconfig as KubeSpaces writes them");
-    assert_eq!(
-        credential.auth,
-        kubeconfig::Auth::Token("xp-live-token".into())
-    );
-    println!(
-        "live Tenant {name}: XR Ready=True, status.tenant={}, connection Secret {LIVE_NS}/{name}-kubeconfig with the tenant kubeconfig",
-        r.xr()["status"]["tenant"]
-    );
-
-    tenants
-        .delete(name, &DeleteParams::default())
-        .await
-        .expect("delete the tenant");
-    wait_gone(&tenants, name, Duration::from_secs(90)).await;
+        ("namespace", LIVE_NS),
+    ] {
+        env.kubectl_ok(&["delete", kind, object], None);
+    }
+    drop(crossplane);
 }
 
 /// The first ```sh block after `heading` in `markdown`.
