@@ -13,12 +13,12 @@
 #             CLI's start-up would swamp the server's latency);
 #   flood     the same, while on loopback 200 idle live streams (`GET /api/v1/watch/tenants`, bob's
 #             valid token) are held open and loops of unauthenticated `GET /login` (each begins a
-#             pending login) and of forged tokens (valid claims, signed with a key Dex does not
+#             login, sealed in its cookie) and of forged tokens (valid claims, signed with a key Dex does not
 #             have) run, from 10 s before the timed requests until after them.
 # Figures: the user's p50 and p99, the server's peak (VmHWM) and final (VmRSS) resident memory,
 # the ratios flood / no flood against the targets (p99 <= 2x, RSS <= 1.5x); ROUNDS (default 3)
 # rounds, the order alternating, median and range. The driver's flags (flood size, settle time,
-# the server's --max-pending-logins, ...) can be given as SERVER_BENCH_ARGS.
+# the server's --pending-login-ttl-secs, ...) can be given as SERVER_BENCH_ARGS.
 # Everything started here is stopped on exit, also on failure.
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh

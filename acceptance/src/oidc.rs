@@ -14,6 +14,7 @@ use kubespaces_server::{
     app::app,
     auth::Verifier,
     config::{Config, Limits},
+    portal::seal::Sealer,
     public_url::PublicUrl,
     rate::Rate,
     state::AppState,
@@ -259,7 +260,7 @@ impl Server {
     }
 
     /// Like [`Server::start`], with the settings `tweak` changes (the flags a test needs: the
-    /// pending-login bound, a public URL, ...). Without a `public_url` the server's own loopback
+    /// session keys, a public URL, ...). Without a `public_url` the server's own loopback
     /// URL is its public URL, as for `kubespaces-server --listen 127.0.0.1:<port>`.
     pub async fn start_with(
         issuer: &str,
@@ -278,7 +279,7 @@ impl Server {
             admin_group: Some(ADMIN_GROUP.into()),
             jwks_min_refresh_secs: jwks_min_refresh.as_secs(),
             public_url: None,
-            max_pending_logins: std::num::NonZeroUsize::new(10_000).expect("not zero"),
+            session_keys_file: None,
             pending_login_ttl_secs: 300,
             oidc_leeway_secs: 5,
             // The server's defaults, but for the rate of one user's requests:
@@ -305,7 +306,9 @@ impl Server {
         let url = format!("http://{bound}");
         let public_url = PublicUrl::resolve(config.public_url.as_deref(), bound)
             .unwrap_or_else(|e| panic!("the test server's public URL: {e}"));
-        let state = AppState::new(config, public_url, client, verifier, tenants);
+        let sealer = Sealer::for_flag(config.session_keys_file.as_deref())
+            .unwrap_or_else(|e| panic!("the test server's session keys: {e}"));
+        let state = AppState::new(config, public_url, client, verifier, tenants, sealer);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app(state)).await;
         });

@@ -2,11 +2,12 @@
 //! Dex's, for its own client, with a verified email), which it refuses and how (401, nothing
 //! more), and that every user sees and touches only their own tenants while an admin sees all,
 //! without learning whether a name they may not see exists. And the doors against hostile
-//! users: a flood of logins stays at its bound, the login redirects only to the public URL, every
-//! response carries the security headers. The server runs in the test process as the chart's
+//! users: the login redirects only to the public URL, every response carries the security
+//! headers. And the portal's sessions: served by every replica with the same keys, kept over a
+//! restart. The server runs in the test process as the chart's
 //! `kubespaces-server` ServiceAccount.
 
-use std::{num::NonZeroUsize, time::Duration};
+use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
@@ -819,139 +820,145 @@ async fn metric(server: &Server, admin: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
 }
 
-/// A client that plays a browser: cookies kept, redirects followed.
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap()
+/// A file of one session key made now, 0600, as a platform team would mount it from a Secret.
+fn session_keys_file() -> std::path::PathBuf {
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key))
+        .expect("random bytes");
+    private_kubeconfig(
+        "server-session-keys",
+        &format!(
+            "{}\n",
+            base64::engine::general_purpose::STANDARD.encode(key)
+        ),
+    )
 }
 
-/// Anyone can begin a login; the server keeps at most --max-pending-logins of them, evicting the
-/// oldest, and drops them after --pending-login-ttl-secs, as its own metrics show. A login
-/// begun after a flood still completes; one begun before it is refused like any stale login.
+/// The portal's home page for `browser`: whom it greets, or None when it sends to the login.
+async fn greeted(browser: &reqwest::Client, server: &Server) -> Option<String> {
+    let page = browser
+        .get(format!("{}/", server.url))
+        .send()
+        .await
+        .expect("the portal's home page");
+    if page.url().path() == "/login" || !page.url().as_str().starts_with(&server.url) {
+        return None;
+    }
+    let text = page.text().await.unwrap();
+    ["alice@example.com", "bob@example.com"]
+        .into_iter()
+        .find(|who| text.contains(who))
+        .map(str::to_owned)
+}
+
+/// Two servers with the same session keys are two replicas behind one public URL: a login
+/// begun on one finishes on the other, either serves the session, and a restart keeps it. A
+/// server with other keys (or none) does not know it. `/login`, open to anyone, keeps nothing
+/// on the server: the login travels sealed in its cookie.
 #[tokio::test]
-async fn a_flood_of_logins_keeps_the_pending_logins_at_their_bound() {
-    use reqwest::Method;
+async fn a_portal_session_is_served_by_every_replica_and_outlives_a_restart() {
     let _env = Env::get();
     let dex = Dex::get();
-    const BOUND: usize = 20;
-    const FLOOD: usize = 5 * BOUND;
-    let server = Server::start_with(
-        &dex.issuer,
-        &dex.client_id,
-        server_account_client().await,
-        Duration::from_secs(30),
-        |c| c.max_pending_logins = NonZeroUsize::new(BOUND).unwrap(),
-    )
-    .await;
-    let admin = dex.token("admin@example.com").await;
-    let bob = dex.token("bob@example.com").await;
-    // The metrics are the admins': others are refused.
-    assert_eq!(
-        raw(&server, Method::GET, "/metrics", &bob, None).await.0,
-        403
-    );
-    assert_eq!(
-        reqwest::get(format!("{}/metrics", server.url))
+    let keys = session_keys_file();
+    let start = |public_url: Option<String>, keys: Option<std::path::PathBuf>| {
+        let issuer = dex.issuer.clone();
+        let client_id = dex.client_id.clone();
+        async move {
+            Server::start_with(
+                &issuer,
+                &client_id,
+                server_account_client().await,
+                Duration::from_secs(30),
+                |c| {
+                    c.public_url = public_url;
+                    c.session_keys_file = keys;
+                },
+            )
             .await
-            .unwrap()
-            .status(),
-        401
-    );
-    let pending = "kubespaces_server_pending_logins";
-    let evicted = "kubespaces_server_pending_logins_evicted_total";
-    assert_eq!(metric(&server, &admin, pending).await, 0.0);
+        }
+    };
+    let a = start(None, Some(keys.clone())).await;
+    let b = start(Some(a.url.clone()), Some(keys.clone())).await;
 
-    // A browser begins a login and stops on Dex's page.
-    let early = browser();
-    let early_page = early
-        .get(format!("{}/login", server.url))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        early_page.url().as_str().starts_with(&dex.issuer),
-        "{}",
-        early_page.url()
-    );
-    // The flood: logins begun and never followed.
-    let flood = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
+    // The login begins on a; Dex sends the browser back to the public URL, where b answers.
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.url().path() == "/auth/callback" {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        }))
         .build()
         .unwrap();
-    for i in 0..FLOOD {
-        let r = flood
-            .get(format!("{}/login", server.url))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 303, "login {i}");
-    }
-    assert_eq!(metric(&server, &admin, pending).await, BOUND as f64);
-    assert_eq!(
-        metric(&server, &admin, evicted).await,
-        (FLOOD + 1 - BOUND) as f64
-    );
-
-    // The early login was evicted: finishing it at Dex ends in the one refusal.
-    let done = log_in_on_dex(&early, early_page, "alice@example.com").await;
-    assert_eq!(done.status(), 403, "{}", done.url());
-    assert_eq!(
-        done.text().await.unwrap(),
-        r#"{"error":"the login could not be completed; log in again"}"#
-    );
-    // A login begun now completes: the portal greets alice.
-    let late = browser();
-    let page = late
-        .get(format!("{}/login", server.url))
+    let page = browser
+        .get(format!("{}/login", a.url))
         .send()
         .await
         .unwrap();
-    let done = log_in_on_dex(&late, page, "alice@example.com").await;
-    assert_eq!(done.status(), 200, "{}", done.url());
     assert!(
-        done.url().as_str().starts_with(&server.url),
+        page.url().as_str().starts_with(&dex.issuer),
         "{}",
-        done.url()
+        page.url()
     );
+    let back = log_in_on_dex(&browser, page, "alice@example.com").await;
+    let callback = back
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("Dex's answer {} has no Location", back.status()));
+    assert!(
+        callback.starts_with(&format!("{}/auth/callback?", a.url)),
+        "{callback}"
+    );
+    let done = browser
+        .get(callback.replacen(&a.url, &b.url, 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200, "{}", done.url());
     assert!(done.text().await.unwrap().contains("alice@example.com"));
-    // Its login took one more place (evicting one) and gave it back when it completed.
-    assert_eq!(metric(&server, &admin, pending).await, (BOUND - 1) as f64);
+    // The login was used up: its cookie is gone, and the same answer again is refused.
+    let again = browser
+        .get(callback.replacen(&a.url, &b.url, 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 403);
     assert_eq!(
-        metric(&server, &admin, evicted).await,
-        (FLOOD + 2 - BOUND) as f64
+        again.text().await.unwrap(),
+        r#"{"error":"the login could not be completed; log in again"}"#
     );
 
-    // And by age: logins not finished within the ttl are dropped.
-    let short = Server::start_with(
-        &dex.issuer,
-        &dex.client_id,
-        server_account_client().await,
-        Duration::from_secs(30),
-        |c| c.pending_login_ttl_secs = 10,
-    )
-    .await;
-    for _ in 0..10 {
-        let r = flood
-            .get(format!("{}/login", short.url))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 303);
-    }
-    assert_eq!(metric(&short, &admin, pending).await, 10.0);
-    tokio::time::sleep(Duration::from_secs(11)).await;
-    assert_eq!(metric(&short, &admin, pending).await, 0.0);
+    // Either replica serves the session b started.
     assert_eq!(
-        metric(
-            &short,
-            &admin,
-            "kubespaces_server_pending_logins_expired_total"
-        )
-        .await,
-        10.0
+        greeted(&browser, &b).await.as_deref(),
+        Some("alice@example.com")
     );
+    assert_eq!(
+        greeted(&browser, &a).await.as_deref(),
+        Some("alice@example.com")
+    );
+    let admin = dex.token("admin@example.com").await;
+    assert_eq!(
+        metric(&b, &admin, "kubespaces_server_portal_logins_total").await,
+        1.0
+    );
+    // A restart of a keeps it: the new process reads the same keys.
+    let a_url = a.url.clone();
+    drop(a);
+    let restarted = start(Some(a_url), Some(keys.clone())).await;
+    assert_eq!(
+        greeted(&browser, &restarted).await.as_deref(),
+        Some("alice@example.com")
+    );
+    // A server with a key of its own does not know the session.
+    let stranger = start(Some(b.url.clone()), None).await;
+    assert_eq!(greeted(&browser, &stranger).await, None);
+    let _ = std::fs::remove_file(&keys);
 }
 
 /// Every response, whatever answers it (API, portal, probes, refusals, the router's own 404 and

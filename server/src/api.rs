@@ -67,8 +67,6 @@ async fn metrics(
             "the metrics are for members of the admin group (--admin-group)".into(),
         ));
     }
-    // Expired logins leave at the next login; drop them now so the gauge is current.
-    state.portal.expire_logins();
     Ok((
         [(
             header::CONTENT_TYPE,

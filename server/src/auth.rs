@@ -17,7 +17,7 @@ use jsonwebtoken::{
     Algorithm, DecodingKey, Validation,
     jwk::{AlgorithmParameters, Jwk, JwkSet},
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{Mutex, RwLock};
 use tracing::{debug, info, warn};
 
@@ -76,8 +76,8 @@ pub fn check_azp(
     }
 }
 
-/// Who is calling.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who is calling. Kept in the portal's sealed session cookie, hence serializable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
     /// Verified email: the owner of the tenants this caller creates.
     pub email: String,

@@ -1,6 +1,6 @@
 //! The server's settings (flags, or the environment variables named after them).
 
-use std::{net::SocketAddr, num::NonZeroUsize};
+use std::{net::SocketAddr, num::NonZeroUsize, path::PathBuf};
 
 use clap::{Args, Parser};
 
@@ -52,11 +52,12 @@ pub struct Config {
     #[arg(long, env = "KUBESPACES_PUBLIC_URL")]
     pub public_url: Option<String>,
 
-    /// Most portal logins begun (`/login`) and not yet finished that the server keeps; when
-    /// full, a new login evicts the oldest. Anyone can begin a login, so this bounds what they
-    /// can make the server hold.
-    #[arg(long, env = "KUBESPACES_MAX_PENDING_LOGINS", default_value = "10000")]
-    pub max_pending_logins: NonZeroUsize,
+    /// The keys that seal the portal's cookies (its sessions and logins in progress): a file of
+    /// base64 keys of 32 bytes, one per line; the first seals, every one opens. Replicas that
+    /// share it share their sessions, and a restart ends none. Without it the server makes a key
+    /// of its own at start.
+    #[arg(long, env = "KUBESPACES_SESSION_KEYS_FILE")]
+    pub session_keys_file: Option<PathBuf>,
 
     /// Time a user has to finish a portal login at the issuer, in seconds.
     #[arg(

@@ -3,11 +3,12 @@
 //! importing only from the layers below it:
 //!
 //! 1. Values and mechanisms, no HTTP: [`error`], [`rate`], [`max_quantity`], [`config`],
-//!    [`auth`], [`store`], [`pending`], [`metrics`], [`public_url`], [`random`],
-//!    [`rate_limit`], [`bounds`].
+//!    [`auth`], [`store`], [`metrics`], [`public_url`], [`random`], [`rate_limit`],
+//!    [`bounds`].
 //! 2. [`tenants`]: the tenant use cases (list, get, create, delete, kubeconfig), owner-filtered.
 //! 3. [`streams`]: the live stream, at most so many per user, ending with the login it came from.
-//! 4. [`portal::session`] and [`portal::oidc`]: what the portal keeps, and its OIDC client.
+//! 4. [`portal::seal`], [`portal::session`] and [`portal::oidc`]: the sealing of the portal's
+//!    cookies, what it keeps in them, and its OIDC client.
 //! 5. [`state`]: what every handler shares (`AppState`).
 //! 6. The adapters: [`caller`] (who calls the API), [`api`] (the REST API), [`portal`] (pages,
 //!    login), [`middleware`] (tracing, request rates), [`headers`] (security headers).
@@ -16,7 +17,6 @@
 //! In short:
 //! - [`auth`]: ID token validation against the issuer's discovery document and JWKS.
 //! - [`store`]: the watch cache of Tenants every read is served from, and its change feed.
-//! - [`pending`]: the bounded store of logins begun and not yet finished.
 //! - [`metrics`]: Prometheus metrics (`/metrics`, admins only).
 //! - [`public_url`]: the portal's public URL, the only source of its OIDC redirect URI.
 //! - [`bounds`]: what a create may ask for: creator groups, tenants per owner, sizes, create rate.
@@ -35,7 +35,6 @@ pub mod headers;
 pub mod max_quantity;
 pub mod metrics;
 pub mod middleware;
-pub mod pending;
 pub mod portal;
 pub mod public_url;
 pub mod random;

@@ -5,8 +5,8 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use kubespaces_server::{
-    app::app, auth::Verifier, config::Config, public_url::PublicUrl, state::AppState,
-    store::Tenants,
+    app::app, auth::Verifier, config::Config, portal::seal::Sealer, public_url::PublicUrl,
+    state::AppState, store::Tenants,
 };
 use tracing::{info, warn};
 
@@ -50,7 +50,8 @@ async fn main() -> anyhow::Result<()> {
         issuer = %config.oidc_issuer,
         "serving"
     );
-    let state = AppState::new(config, public_url, client, verifier, tenants);
+    let sealer = Sealer::for_flag(config.session_keys_file.as_deref())?;
+    let state = AppState::new(config, public_url, client, verifier, tenants, sealer);
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown())
         .await

@@ -1,11 +1,12 @@
 //! The portal: server-rendered pages for people who never write YAML. Login is the OIDC
-//! authorization code flow with PKCE (S256), state and nonce; the session lives on the server,
-//! the browser holds only its random id in an HttpOnly, Secure, SameSite=Lax cookie. Every form
-//! carries the session's CSRF token. The tenant page follows the live stream (EventSource) so
-//! its phase moves without a reload. Sessions are in memory: one replica, and a restart logs
-//! everyone out.
+//! authorization code flow with PKCE (S256), state and nonce; the session, like the login in
+//! progress, is kept by the browser in a cookie sealed with the server's session keys
+//! (HttpOnly, Secure, SameSite=Lax), so every replica with those keys serves it and a restart
+//! logs nobody out. Every form carries the session's CSRF token. The tenant page follows the
+//! live stream (EventSource) so its phase moves without a reload.
 //!
-//! - [`session`]: what the portal keeps (sessions, pending logins), below the app's state;
+//! - [`session`]: what the portal keeps (sessions, logins in progress), below the app's state;
+//! - [`seal`]: the sealing of its cookies;
 //! - [`oidc`]: the code flow's exchanges with the issuer;
 //! - [`html`]: the pages' HTML, its one script and one style (the CSP allows them by hash);
 //! - [`extract`]: the logged-in browser, as handlers take it;
@@ -16,6 +17,7 @@ pub mod html;
 pub mod login;
 pub mod oidc;
 pub mod pages;
+pub mod seal;
 pub mod session;
 
 use axum::{

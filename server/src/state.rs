@@ -10,7 +10,7 @@ use crate::{
     auth::Verifier,
     config::Config,
     metrics::Metrics,
-    portal::{oidc::Oidc, session::Portal},
+    portal::{oidc::Oidc, seal::Sealer, session::Portal},
     public_url::PublicUrl,
     rate_limit::RequestLimits,
     store::Tenants,
@@ -31,14 +31,16 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The server's state from its settings; `public_url` is resolved from them by the caller
-    /// (it needs the bound address: [`PublicUrl::resolve`]).
+    /// The server's state from its settings; `public_url` and `sealer` are made from them by
+    /// the caller (the first needs the bound address: [`PublicUrl::resolve`]; the second reads
+    /// a file: [`Sealer::for_flag`]).
     pub fn new(
         config: Config,
         public_url: PublicUrl,
         client: Client,
         verifier: Arc<Verifier>,
         tenants: Tenants,
+        sealer: Sealer,
     ) -> AppState {
         let metrics = Arc::new(Metrics::default());
         let oidc = Oidc::new(
@@ -49,9 +51,8 @@ impl AppState {
         );
         let portal = Arc::new(Portal::new(
             oidc,
-            config.max_pending_logins,
+            sealer,
             Duration::from_secs(config.pending_login_ttl_secs),
-            metrics.clone(),
         ));
         AppState {
             tenants: Arc::new(TenantService::new(

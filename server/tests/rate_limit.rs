@@ -16,6 +16,7 @@ use kubespaces_server::{
     app::router,
     auth::Verifier,
     config::Config,
+    portal::seal::Sealer,
     public_url::PublicUrl,
     rate::{Per, Rate},
     state::AppState,
@@ -46,7 +47,14 @@ fn app(anonymous: u32) -> Router {
         Duration::from_secs(30),
     ));
     let tenants = Tenants::start(client.clone());
-    router(AppState::new(config, public_url, client, verifier, tenants))
+    router(AppState::new(
+        config,
+        public_url,
+        client,
+        verifier,
+        tenants,
+        Sealer::random(),
+    ))
 }
 
 async fn get(app: &Router, from: &str, path: &str, token: Option<&str>) -> (StatusCode, String) {

@@ -1,7 +1,7 @@
 //! Who is at the portal, as handlers take it: the logged-in [`Browser`] (without a session: to
 //! the login page) and, for the live stream, its [`BrowserSession`].
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use axum::{
     extract::FromRequestParts,
@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 
-use super::session::{Browser, SESSION_COOKIE, cookie};
+use super::session::Browser;
 use crate::{auth::Identity, state::AppState};
 
 impl FromRequestParts<AppState> for Browser {
@@ -34,15 +34,14 @@ impl FromRequestParts<AppState> for BrowserSession {
     type Rejection = StatusCode;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, StatusCode> {
-        let id = cookie(&parts.headers, SESSION_COOKIE).ok_or(StatusCode::UNAUTHORIZED)?;
         let session = state
             .portal
-            .live_session(&id)
+            .session(&parts.headers)
             .ok_or(StatusCode::UNAUTHORIZED)?;
         Ok(BrowserSession {
+            expires: Instant::now() + session.remaining(SystemTime::now()),
             identity: session.identity,
-            id,
-            expires: session.expires,
+            id: session.id,
         })
     }
 }

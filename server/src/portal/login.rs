@@ -1,7 +1,8 @@
 //! The portal's login and logout pages: `/login` begins the OIDC authorization code flow
 //! ([`super::oidc`]), `/auth/callback` finishes it and starts a session ([`super::session`]),
-//! `/logout` ends it. `/login` is open to anyone, so what it keeps is bounded
-//! ([`crate::pending`]).
+//! `/logout` ends it. What a login needs until its callback is in the browser's sealed login
+//! cookie, so the callback may reach any replica, and `/login`, open to anyone, makes the
+//! server keep nothing.
 
 use std::time::SystemTime;
 
@@ -16,7 +17,7 @@ use tracing::{info, warn};
 
 use super::{
     oidc::OidcError,
-    session::{Browser, LOGIN_COOKIE, SESSION_COOKIE, cookie, session_ttl, set_cookie},
+    session::{Browser, LOGIN_COOKIE, SESSION_COOKIE, session_ttl, set_cookie},
 };
 use crate::{error::ApiError, state::AppState};
 
@@ -47,15 +48,11 @@ fn answer(error: OidcError) -> ApiError {
 pub async fn login(State(state): State<AppState>) -> Result<Response, ApiError> {
     let portal = &state.portal;
     let authorization = portal.oidc.begin().await.map_err(answer)?;
-    portal.remember_login(authorization.state.clone(), authorization.login);
+    let login = portal.login_cookie(&authorization.state, authorization.login);
     Ok((
         [(
             header::SET_COOKIE,
-            set_cookie(
-                LOGIN_COOKIE,
-                &authorization.state,
-                portal.login_ttl().as_secs(),
-            ),
+            set_cookie(LOGIN_COOKIE, &login, portal.login_ttl().as_secs()),
         )],
         Redirect::to(&authorization.url),
     )
@@ -81,12 +78,12 @@ pub async fn callback(
     let (Some(code), Some(login_state)) = (q.code, q.state) else {
         return Err(refused());
     };
-    // The state must be the one this browser was given (login CSRF).
-    if cookie(&headers, LOGIN_COOKIE).as_deref() != Some(login_state.as_str()) {
-        return Err(refused());
-    }
-    // Unknown, expired, evicted by newer logins, or already used: all the same refusal.
-    let pending = state.portal.take_login(&login_state).ok_or_else(refused)?;
+    // The state must be the one this browser was given (login CSRF), in time. No login
+    // cookie, another's, an expired or a forged one: all the same refusal.
+    let pending = state
+        .portal
+        .login(&headers, &login_state)
+        .ok_or_else(refused)?;
     let oidc = &state.portal.oidc;
     let id_token = oidc.finish(&code, &pending).await.map_err(answer)?;
     // The identity as the API would see it (verified email, groups, admin, how long it holds);
@@ -103,6 +100,7 @@ pub async fn callback(
     oidc.check(&id_token, &pending).await.map_err(answer)?;
     let ttl = session_ttl(identity.remaining(SystemTime::now()));
     let session = state.portal.start_session(identity.clone(), ttl);
+    state.metrics.portal_logins.inc();
     info!(caller = %identity.email, "portal login");
     let mut response = Redirect::to("/").into_response();
     let headers = response.headers_mut();
@@ -131,8 +129,8 @@ pub async fn logout(
     if f.csrf != b.csrf {
         return (StatusCode::FORBIDDEN, "invalid form token: reload the page").into_response();
     }
-    if let Some(id) = cookie(&headers, SESSION_COOKIE) {
-        state.portal.end_session(&id);
+    if let Some(session) = state.portal.session(&headers) {
+        state.portal.end_session(&session);
     }
     (
         [(header::SET_COOKIE, set_cookie(SESSION_COOKIE, "", 0))],

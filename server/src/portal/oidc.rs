@@ -17,6 +17,8 @@ use openidconnect::{
     },
 };
 
+use serde::{Deserialize, Serialize};
+
 use crate::{auth::Verifier, random};
 
 /// The algorithms [`crate::auth::ALLOWED_ALGORITHMS`] allows, as the crate names them:
@@ -52,11 +54,24 @@ pub enum OidcError {
     Nonce,
 }
 
-/// What the callback needs of the login it completes. The redirect URI is not kept: it is the
-/// same for every login.
+/// What the callback needs of the login it completes: the PKCE verifier and the nonce, kept in
+/// the browser's sealed login cookie ([`super::session`]). The redirect URI is not kept: it is
+/// the same for every login.
+#[derive(Serialize, Deserialize)]
 pub struct PendingLogin {
-    verifier: PkceCodeVerifier,
-    nonce: Nonce,
+    verifier: String,
+    nonce: String,
+}
+
+#[cfg(test)]
+impl PendingLogin {
+    /// A login as [`Oidc::begin`] makes them, without an issuer.
+    pub fn made_up() -> PendingLogin {
+        PendingLogin {
+            verifier: random::token(),
+            nonce: random::token(),
+        }
+    }
 }
 
 /// A login begun: where to send the browser, and what to keep until it comes back.
@@ -154,7 +169,10 @@ impl Oidc {
         Ok(Authorization {
             url: url.into(),
             state: state.secret().clone(),
-            login: PendingLogin { verifier, nonce },
+            login: PendingLogin {
+                verifier: verifier.secret().clone(),
+                nonce: nonce.secret().clone(),
+            },
         })
     }
 
@@ -165,7 +183,7 @@ impl Oidc {
             .client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|e| OidcError::Discovery(e.to_string()))?
-            .set_pkce_verifier(PkceCodeVerifier::new(login.verifier.secret().clone()))
+            .set_pkce_verifier(PkceCodeVerifier::new(login.verifier.clone()))
             .request_async(&self.http)
             .await
             .map_err(|e| match e {
@@ -198,7 +216,7 @@ impl Oidc {
         )
         .set_allowed_algs(ALLOWED_ALGORITHMS)
         .set_time_fn(move || chrono::Utc::now() - leeway);
-        match id_token.claims(&verifier, &login.nonce) {
+        match id_token.claims(&verifier, &Nonce::new(login.nonce.clone())) {
             Ok(_) => Ok(()),
             Err(ClaimsVerificationError::InvalidNonce(_)) => Err(OidcError::Nonce),
             Err(e) => Err(OidcError::Token(e.to_string())),

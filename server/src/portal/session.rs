@@ -1,20 +1,25 @@
-//! What the portal keeps: the sessions (the browser holds only their random id, in an HttpOnly,
-//! Secure, SameSite=Lax cookie) and the logins begun and not yet finished (bounded:
-//! [`crate::pending`]). In memory: one replica, and a restart logs everyone out. No handlers
-//! here: they are in [`super::pages`] and [`super::login`].
+//! What the portal keeps of a browser is kept by the browser: its session and its login in
+//! progress, each in a cookie sealed with the server's session keys ([`super::seal`]; HttpOnly,
+//! Secure, SameSite=Lax). Every replica holding the same keys reads them, and a restart ends no
+//! session. The server itself holds only the logouts it served, until those sessions would
+//! have expired, so that a logout ends the streams it serves for that session at once. `/login`
+//! is open to anyone and makes the server hold nothing. No handlers here: they are in
+//! [`super::pages`] and [`super::login`].
 
 use std::{
     collections::HashMap,
-    num::NonZeroUsize,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
-    time::{Duration, Instant},
+    sync::{Mutex, MutexGuard, PoisonError},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use axum::http::{HeaderMap, header};
-use tracing::debug;
+use serde::{Deserialize, Serialize};
 
-use super::oidc::{Oidc, PendingLogin};
-use crate::{auth::Identity, metrics::Metrics, pending::Pending, random};
+use super::{
+    oidc::{Oidc, PendingLogin},
+    seal::{Purpose, Sealer},
+};
+use crate::{auth::Identity, random};
 
 pub const SESSION_COOKIE: &str = "ks_session";
 pub const LOGIN_COOKIE: &str = "ks_login";
@@ -31,12 +36,35 @@ pub fn session_ttl(token_remaining: Duration) -> Duration {
     SESSION_TTL.min(token_remaining)
 }
 
-/// A session that is on: who, the CSRF token of its forms, and until when.
-#[derive(Clone)]
+/// Seconds since the Unix epoch: what sealed cookies count in, as any replica's clock reads it.
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A session that is on: which one (a random id), who, the CSRF token of its forms, and until
+/// when (seconds since the Unix epoch).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Session {
+    pub id: String,
     pub identity: Identity,
     pub csrf: String,
-    pub expires: Instant,
+    pub expires: u64,
+}
+
+impl Session {
+    /// How long it still lasts from `now`.
+    pub fn remaining(&self, now: SystemTime) -> Duration {
+        Duration::from_secs(self.expires.saturating_sub(unix(now)))
+    }
+}
+
+/// A login begun, as its cookie holds it: the state the issuer must send back, what the callback
+/// needs, and until when.
+#[derive(Serialize, Deserialize)]
+struct BegunLogin {
+    state: String,
+    login: PendingLogin,
+    expires: u64,
 }
 
 /// The logged-in browser: its identity and CSRF token.
@@ -64,27 +92,20 @@ pub fn set_cookie(name: &str, value: &str, max_age: u64) -> String {
 
 pub struct Portal {
     login_ttl: Duration,
-    sessions: Mutex<HashMap<String, Session>>,
-    logins: Mutex<Pending<PendingLogin>>,
-    metrics: Arc<Metrics>,
+    sealer: Sealer,
+    /// The sessions logged out here, with their expiry.
+    logged_out: Mutex<HashMap<String, u64>>,
     /// The issuer, for the login.
     pub oidc: Oidc,
 }
 
 impl Portal {
-    /// `max_pending_logins` and `login_ttl` bound what unauthenticated `/login` requests can
-    /// make the server keep.
-    pub fn new(
-        oidc: Oidc,
-        max_pending_logins: NonZeroUsize,
-        login_ttl: Duration,
-        metrics: Arc<Metrics>,
-    ) -> Portal {
+    /// `sealer` seals the portal's cookies; a user has `login_ttl` to finish a login.
+    pub fn new(oidc: Oidc, sealer: Sealer, login_ttl: Duration) -> Portal {
         Portal {
             login_ttl,
-            sessions: Mutex::new(HashMap::new()),
-            logins: Mutex::new(Pending::new(max_pending_logins, login_ttl)),
-            metrics,
+            sealer,
+            logged_out: Mutex::new(HashMap::new()),
             oidc,
         }
     }
@@ -94,108 +115,173 @@ impl Portal {
         self.login_ttl
     }
 
-    // A panic while a lock was held cannot leave these maps half-changed (no code under the
-    // locks panics), so a poisoned lock is used as it is rather than taking the portal down.
-    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    // A panic while the lock was held cannot leave the map half-changed (no code under the lock
+    // panics), so a poisoned lock is used as it is rather than taking the portal down.
+    fn lock_logged_out(&self) -> MutexGuard<'_, HashMap<String, u64>> {
+        self.logged_out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_logins(&self) -> MutexGuard<'_, Pending<PendingLogin>> {
-        self.logins.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The login cookie's value for a login begun with `state`: sealed, until the login's time
+    /// is up.
+    pub fn login_cookie(&self, state: &str, login: PendingLogin) -> String {
+        let begun = BegunLogin {
+            state: state.to_owned(),
+            login,
+            expires: unix(SystemTime::now()) + self.login_ttl.as_secs(),
+        };
+        self.sealer.seal(Purpose::Login, &begun)
     }
 
-    /// Drops expired pending logins, so the metrics read now are current.
-    pub fn expire_logins(&self) {
-        let mut logins = self.lock_logins();
-        let expired = logins.expire(Instant::now());
-        self.metrics.pending_logins_expired.inc_by(expired as u64);
-        self.metrics.pending_logins.set(logins.len() as i64);
+    /// The login this browser began, if the issuer sent back its `state` in time. Anything
+    /// else (no cookie, another browser's state, a cookie that does not open) is no login.
+    pub fn login(&self, headers: &HeaderMap, state: &str) -> Option<PendingLogin> {
+        let begun: BegunLogin = self
+            .sealer
+            .open(Purpose::Login, &cookie(headers, LOGIN_COOKIE)?)?;
+        (begun.state == state && begun.expires > unix(SystemTime::now())).then_some(begun.login)
     }
 
-    /// Keeps a login until its callback, within the bound; the metrics follow.
-    pub fn remember_login(&self, state: String, login: PendingLogin) {
-        let mut logins = self.lock_logins();
-        let dropped = logins.insert(state, login, Instant::now());
-        if dropped.evicted > 0 {
-            debug!(
-                evicted = dropped.evicted,
-                "pending logins at their bound: evicted the oldest"
-            );
-        }
-        self.metrics
-            .pending_logins_evicted
-            .inc_by(dropped.evicted as u64);
-        self.metrics
-            .pending_logins_expired
-            .inc_by(dropped.expired as u64);
-        self.metrics.pending_logins.set(logins.len() as i64);
-    }
-
-    /// The login `state` names, once, if it is still pending.
-    pub fn take_login(&self, state: &str) -> Option<PendingLogin> {
-        let now = Instant::now();
-        let mut logins = self.lock_logins();
-        let expired = logins.expire(now);
-        let login = logins.take(state, now);
-        self.metrics.pending_logins_expired.inc_by(expired as u64);
-        self.metrics.pending_logins.set(logins.len() as i64);
-        login
-    }
-
-    /// Starts a session of `identity` for `ttl`, dropping the expired ones; its id.
+    /// A new session of `identity` for `ttl`: the session cookie's value.
     pub fn start_session(&self, identity: Identity, ttl: Duration) -> String {
-        let id = random::token();
-        let mut sessions = self.lock_sessions();
-        sessions.retain(|_, s| s.expires > Instant::now());
-        sessions.insert(
-            id.clone(),
-            Session {
-                identity,
-                csrf: random::token(),
-                expires: Instant::now() + ttl,
-            },
-        );
-        id
+        let session = Session {
+            id: random::token(),
+            identity,
+            csrf: random::token(),
+            expires: unix(SystemTime::now()) + ttl.as_secs(),
+        };
+        self.sealer.seal(Purpose::Session, &session)
     }
 
-    /// Ends session `id` (logout).
-    pub fn end_session(&self, id: &str) {
-        self.lock_sessions().remove(id);
+    /// Ends `session` (logout): the browser's cookie is cleared by the caller, and the streams
+    /// this server serves for it end. Sessions logged out earlier that have expired since are
+    /// forgotten.
+    pub fn end_session(&self, session: &Session) {
+        let now = unix(SystemTime::now());
+        let mut logged_out = self.lock_logged_out();
+        logged_out.retain(|_, expires| *expires > now);
+        logged_out.insert(session.id.clone(), session.expires);
     }
 
-    /// The logged-in browser's identity and CSRF token, if its session is still on: checked on
-    /// every request, so a session ends the moment it expires (at the latest with its token:
-    /// [`session_ttl`]).
+    /// The browser's session, if it is on: sealed with one of the keys, not expired, and not
+    /// logged out here. Checked on every request, so a session ends the moment it expires (at
+    /// the latest with its token: [`session_ttl`]).
+    pub fn session(&self, headers: &HeaderMap) -> Option<Session> {
+        let session: Session = self
+            .sealer
+            .open(Purpose::Session, &cookie(headers, SESSION_COOKIE)?)?;
+        (session.expires > unix(SystemTime::now()) && self.session_alive(&session.id))
+            .then_some(session)
+    }
+
+    /// The logged-in browser's identity and CSRF token, if its session is on.
     pub fn browser(&self, headers: &HeaderMap) -> Option<Browser> {
-        let id = cookie(headers, SESSION_COOKIE)?;
-        self.live_session(&id).map(|s| Browser {
+        self.session(headers).map(|s| Browser {
             identity: s.identity,
             csrf: s.csrf,
         })
     }
 
-    /// Session `id`, if it is still on; an expired one is dropped.
-    pub fn live_session(&self, id: &str) -> Option<Session> {
-        let mut sessions = self.lock_sessions();
-        match sessions.get(id) {
-            Some(s) if s.expires > Instant::now() => Some(s.clone()),
-            Some(_) => {
-                sessions.remove(id);
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Is the session still on (not expired, not logged out)?
+    /// Was session `id` not logged out here? (Its expiry is the stream's own deadline.)
     pub fn session_alive(&self, id: &str) -> bool {
-        self.live_session(id).is_some()
+        !self.lock_logged_out().contains_key(id)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use axum::http::HeaderValue;
+
     use super::*;
+    use crate::auth::Verifier;
+
+    /// A portal whose cookies `key` seals, as a replica of a server with that key file.
+    fn replica(key: u8, login_ttl: Duration) -> Portal {
+        let verifier = Arc::new(Verifier::new(
+            "http://127.0.0.1:9",
+            "kubespaces",
+            None,
+            Duration::from_secs(30),
+            Duration::from_secs(30),
+        ));
+        let oidc = Oidc::new(
+            verifier,
+            "kubespaces",
+            &["openid".to_owned()],
+            "http://127.0.0.1:8080/auth/callback".to_owned(),
+        );
+        Portal::new(oidc, Sealer::from_keys(&[[key; 32]]), login_ttl)
+    }
+
+    fn sending(name: &str, value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let cookie = format!("other=1; {name}={value}");
+        headers.insert(header::COOKIE, HeaderValue::from_str(&cookie).unwrap());
+        headers
+    }
+
+    fn alice() -> Identity {
+        Identity {
+            email: "alice@example.com".into(),
+            groups: vec!["kubespaces-admins".into()],
+            admin: true,
+            valid_until: unix(SystemTime::now()) + 3600,
+        }
+    }
+
+    #[test]
+    fn a_session_is_served_by_every_replica_with_the_same_keys_until_it_ends() {
+        let (a, b) = (replica(1, LOGIN), replica(1, LOGIN));
+        let cookie = a.start_session(alice(), Duration::from_secs(3600));
+        let headers = sending(SESSION_COOKIE, &cookie);
+        let on_b = b
+            .session(&headers)
+            .expect("the other replica serves the session");
+        assert_eq!(on_b.identity, alice());
+        assert_eq!(a.browser(&headers).map(|s| s.csrf), Some(on_b.csrf.clone()));
+        // Another server's keys, another cookie's name, an expired session: no session.
+        assert!(replica(2, LOGIN).session(&headers).is_none());
+        assert!(a.session(&sending(LOGIN_COOKIE, &cookie)).is_none());
+        let expired = a.start_session(alice(), Duration::ZERO);
+        assert!(b.session(&sending(SESSION_COOKIE, &expired)).is_none());
+        // A logout ends the session where it was served, and its streams there.
+        a.end_session(&on_b);
+        assert!(a.session(&headers).is_none());
+        assert!(!a.session_alive(&on_b.id));
+        assert!(
+            a.session(&sending(SESSION_COOKIE, &a.start_session(alice(), HOUR)))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_login_finishes_on_any_replica_with_its_own_state_in_time() {
+        let (a, b) = (replica(1, LOGIN), replica(1, LOGIN));
+        let cookie = a.login_cookie("state-1", PendingLogin::made_up());
+        let headers = sending(LOGIN_COOKIE, &cookie);
+        assert!(b.login(&headers, "state-1").is_some());
+        // Another login's state (login CSRF), another server's keys, a session's cookie: none.
+        assert!(b.login(&headers, "state-2").is_none());
+        assert!(replica(2, LOGIN).login(&headers, "state-1").is_none());
+        let session = a.start_session(alice(), HOUR);
+        assert!(
+            b.login(&sending(LOGIN_COOKIE, &session), "state-1")
+                .is_none()
+        );
+        // Past the time a user has to finish it.
+        let late = replica(1, Duration::ZERO);
+        let cookie = late.login_cookie("state-1", PendingLogin::made_up());
+        assert!(
+            b.login(&sending(LOGIN_COOKIE, &cookie), "state-1")
+                .is_none()
+        );
+    }
+
+    const LOGIN: Duration = Duration::from_secs(300);
+    const HOUR: Duration = Duration::from_secs(3600);
 
     #[test]
     fn a_session_ends_with_its_token_or_after_8_hours() {

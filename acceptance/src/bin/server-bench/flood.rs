@@ -1,5 +1,6 @@
 //! The flood, on loopback, bounded: `streams` idle live streams held open with a valid token,
-//! then `login_workers` loops of unauthenticated `GET /login` (each begins a pending login) and
+//! then `login_workers` loops of unauthenticated `GET /login` (each begins a login, sealed in the
+//! answer's cookie: the server keeps nothing of it) and
 //! `forged_workers` loops of `GET /api/v1/tenants` with forged tokens, each worker sending its
 //! next request as soon as the last is answered (keep-alive). All of it runs in a runtime of its
 //! own with `threads` threads, so the flood's client never takes the timed user's thread and

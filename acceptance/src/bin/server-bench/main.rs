@@ -12,8 +12,7 @@
 //!
 //! The flood side does the same while a bounded flood runs on loopback (see [`flood`]): 200 idle
 //! live streams held open, and loops of unauthenticated `/login` and of forged tokens, started
-//! `--settle-secs` before the timed lists (the pending logins reach their bound meanwhile) and
-//! running until after them. `--rounds` rounds, the order of the sides alternating; median and
+//! `--settle-secs` before the timed lists and running until after them. `--rounds` rounds, the order of the sides alternating; median and
 //! range of each figure and of the ratio per round, against the targets: p99 <= 2x, RSS <= 1.5x.
 
 mod flood;
@@ -70,9 +69,6 @@ struct Args {
     /// Threads of the flood's client (at most this many cores).
     #[arg(long, default_value_t = 1)]
     flood_threads: usize,
-    /// The server's --max-pending-logins.
-    #[arg(long, default_value_t = 10_000)]
-    max_pending_logins: usize,
     /// The server's --pending-login-ttl-secs.
     #[arg(long, default_value_t = 300)]
     pending_login_ttl_secs: u64,
@@ -123,7 +119,6 @@ async fn run_side(ctx: &Bench, round: usize, flooded: bool) -> Result<(Side, usi
     tokio::time::sleep(Duration::from_secs(ctx.args.settle_secs)).await;
     let latencies = user::time_lists(&http, &url, &token, ctx.args.requests, expected).await;
     let memory = server.memory()?;
-    let pending = user::pending_logins(&http, &url, &admin).await;
     let flood = match flood {
         Some(f) => Some(f.stop().await),
         None => None,
@@ -132,7 +127,6 @@ async fn run_side(ctx: &Bench, round: usize, flooded: bool) -> Result<(Side, usi
     let side = Side {
         latencies,
         memory,
-        pending,
         flood,
     };
     Ok((side, expected))
@@ -143,9 +137,6 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     if args.requests == 0 || args.rounds == 0 || args.flood_threads == 0 {
         bail!("--requests, --rounds and --flood-threads must be at least 1");
-    }
-    if args.max_pending_logins == 0 {
-        bail!("--max-pending-logins must be at least 1");
     }
     let dex = Dex::get();
     let client = kube::Client::try_default()
@@ -169,7 +160,6 @@ async fn main() -> Result<()> {
             issuer: dex.issuer.clone(),
             client_id: dex.client_id.clone(),
             admin_group: ADMIN_GROUP.to_owned(),
-            max_pending_logins: args.max_pending_logins,
             pending_login_ttl_secs: args.pending_login_ttl_secs,
         },
         flood: flood::Config {
@@ -186,11 +176,10 @@ async fn main() -> Result<()> {
     };
     let a = &ctx.args;
     println!(
-        "server {}: --max-pending-logins {} --pending-login-ttl-secs {}; flood: {} streams, {} \
+        "server {}: --pending-login-ttl-secs {}; flood: {} streams, {} \
          /login loops and {} forged-token loops at {} requests/s each (0: unbounded), {} client \
          thread(s), {} s before the timed lists",
         a.server,
-        a.max_pending_logins,
         a.pending_login_ttl_secs,
         a.streams,
         a.login_workers,
@@ -206,7 +195,7 @@ async fn main() -> Result<()> {
         let (mut quiet, mut flooded) = (None, None);
         for with_flood in [flood_first, !flood_first] {
             let (side, listed) = run_side(&ctx, r, with_flood).await?;
-            report::print_side(r, &side, a.max_pending_logins);
+            report::print_side(r, &side);
             expected = listed;
             *(if with_flood { &mut flooded } else { &mut quiet }) = Some(side);
         }

@@ -8,8 +8,6 @@ use crate::{flood, server::Memory, user::Latencies};
 pub struct Side {
     pub latencies: Latencies,
     pub memory: Memory,
-    /// Pending logins at the end, and evicted at the bound (the server's /metrics).
-    pub pending: Option<(f64, f64)>,
     pub flood: Option<flood::Report>,
 }
 
@@ -26,7 +24,7 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-pub fn print_side(round: usize, side: &Side, max_pending: usize) {
+pub fn print_side(round: usize, side: &Side) {
     let l = &side.latencies;
     let name = if side.flood.is_some() {
         "flood"
@@ -67,12 +65,6 @@ pub fn print_side(round: usize, side: &Side, max_pending: usize) {
             f.streams_held,
             f.streams_failed,
         );
-    }
-    match side.pending {
-        Some((pending, evicted)) => println!(
-            "    pending logins at the end: {pending} (bound {max_pending}), evicted at the bound: {evicted}"
-        ),
-        None => println!("    pending logins: /metrics did not answer"),
     }
 }
 

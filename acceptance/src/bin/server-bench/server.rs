@@ -18,7 +18,6 @@ pub struct Settings {
     pub issuer: String,
     pub client_id: String,
     pub admin_group: String,
-    pub max_pending_logins: usize,
     pub pending_login_ttl_secs: u64,
 }
 
@@ -53,10 +52,6 @@ impl ServerProcess {
             .args(["--oidc-issuer", &settings.issuer])
             .args(["--oidc-client-id", &settings.client_id])
             .args(["--admin-group", &settings.admin_group])
-            .args([
-                "--max-pending-logins",
-                &settings.max_pending_logins.to_string(),
-            ])
             .args([
                 "--pending-login-ttl-secs",
                 &settings.pending_login_ttl_secs.to_string(),

@@ -8,7 +8,7 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
-use kubespaces_acceptance::operator::{SHARD_LABEL, metric_sum};
+use kubespaces_acceptance::operator::SHARD_LABEL;
 use kubespaces_operator::{
     api::{Tenant, TenantSpec},
     names,
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 pub const USER: &str = "alice@example.com";
 /// Owns the other half, and holds the flood's streams open.
 pub const OTHER_USER: &str = "bob@example.com";
-/// Member of the server's admin group: reads `/metrics` and checks the server's cache.
+/// Member of the server's admin group: checks the server's cache.
 pub const ADMIN: &str = "admin@example.com";
 /// No operator reconciles Tenants with this label value (cli/tests/bench.rs does the same).
 const SHARD: &str = "server-bench";
@@ -192,23 +192,4 @@ pub async fn time_lists(
     }
     out.sorted.sort();
     out
-}
-
-/// The server's own count of pending logins and of those it evicted at the bound.
-pub async fn pending_logins(
-    http: &reqwest::Client,
-    base: &str,
-    admin_token: &str,
-) -> Option<(f64, f64)> {
-    let r = http
-        .get(format!("{base}/metrics"))
-        .bearer_auth(admin_token)
-        .send()
-        .await
-        .ok()?;
-    let text = r.error_for_status().ok()?.text().await.ok()?;
-    Some((
-        metric_sum(&text, "kubespaces_server_pending_logins"),
-        metric_sum(&text, "kubespaces_server_pending_logins_evicted_total"),
-    ))
 }
