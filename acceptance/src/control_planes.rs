@@ -59,6 +59,34 @@ pub fn inventory_of(tenant: Tenant) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// After an operator was killed mid-apply and another took over: the objects there at the kill
+/// (`at_kill`, from [`labelled_objects`]) are kept with their uids (nothing recreated), and
+/// every object rendered into the namespace is in the `ready` Tenant's inventory (nothing
+/// orphaned).
+pub fn assert_apply_resumed(env: &Env, tenant: &str, at_kill: &[(String, String)], ready: Tenant) {
+    let after = labelled_objects(env, tenant);
+    let recreated: Vec<_> = at_kill.iter().filter(|o| !after.contains(o)).collect();
+    assert!(
+        recreated.is_empty(),
+        "objects there at the kill are kept (same uid), not recreated: {recreated:?}"
+    );
+    let ns = names::namespace(tenant);
+    let inventory = inventory_of(ready);
+    for (object, _) in rendered_objects(env, tenant) {
+        let (kind, object_name) = object.split_once('/').expect("kind/name");
+        let suffix = format!("/{kind}/{ns}/{object_name}");
+        assert!(
+            inventory.iter().any(|e| e.ends_with(&suffix)),
+            "{object} is in the inventory {inventory:?}"
+        );
+    }
+    println!(
+        "{tenant}: {} of its objects in its namespace at the kill, {} once Ready",
+        at_kill.len(),
+        after.len()
+    );
+}
+
 /// The objects of the tenant's namespace that carry its label, as `kind/name uid`.
 pub fn labelled_objects(env: &Env, tenant: &str) -> Vec<(String, String)> {
     objects_with(env, tenant, &format!("{}={tenant}", names::TENANT_LABEL))

@@ -4,8 +4,9 @@
 //! is killed another replica takes over and reconciles new Tenants. Twice: the pod deleted without
 //! grace period (the kubelet still stops it with SIGTERM, and the leader hands the Lease back),
 //! and the leader's process killed with SIGKILL as its pod is deleted (as when its node dies:
-//! nothing is handed back, the Lease must expire first). Both read from the Lease's history; how
-//! long a failover takes is `make bench-chart`'s figure.
+//! nothing is handed back, the Lease must expire first), that time with a tenant's control plane
+//! in flight, which the new leader finishes: Ready, nothing recreated, nothing orphaned. Both
+//! read from the Lease's history; how long a failover takes is `make bench-chart`'s figure.
 //!
 //! It kills the shared operator's leader, so it is `#[ignore]`d in a plain `cargo test` and
 //! `make test` runs it with `--ignored` before the other tests start (a test beside it would see
@@ -20,6 +21,7 @@ use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease, core::v1::
 use kube::{Api, api::DeleteParams};
 use kubespaces_acceptance::{
     Env,
+    control_planes::{assert_apply_resumed, labelled_objects, rendered_objects},
     lease::handover,
     operator::{metric_sum, metric_sum_where},
     pods::{describe, wait_running_ready},
@@ -270,7 +272,8 @@ impl Operator {
         leading.unwrap_or_else(|| panic!("the Lease holder {leader} is not a running operator pod"))
     }
 
-    /// Kills the leader's pod with `kill`, creates `tenant` at once, and follows the Lease until
+    /// Kills the leader's pod with `kill`, applies `tenant` at once (one applied before is left
+    /// as it is), and follows the Lease until
     /// another pod holds it: handed back first when `graceful` (the leader got SIGTERM), taken
     /// only on expiry otherwise. Then waits until the new leader has provisioned the Tenant's host
     /// side (its namespace, quota, access and isolation: the tenant's own control plane takes
@@ -328,8 +331,8 @@ impl Operator {
         )
         .await;
         eprintln!(
-            "leader {leader} {how}: {new_leader} held the Lease after {:.1} s; tenant {tenant} \
-             (created right after) provisioned after {:.1} s",
+            "leader {leader} {how}: {new_leader} held the Lease after {:.1} s; tenant {tenant}'s \
+             host side provisioned after {:.1} s",
             handed_over.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
@@ -410,7 +413,27 @@ async fn two_replicas_one_leader_writes_and_the_lease_is_handed_back_or_expires(
         .await;
     op.one_leader_writes(&leader).await;
 
-    // The leader's process killed outright, and its pod deleted before the kubelet restarts it.
+    // The leader's process killed outright, and its pod deleted before the kubelet restarts it,
+    // with a tenant's control plane in flight: its rendered chart's apply begun, not finished.
+    let in_flight = "chart-killed";
+    op.env.apply(&tenant_yaml(
+        in_flight,
+        "ivan@example.com",
+        "1",
+        "1Gi",
+        None,
+    ));
+    wait_for(
+        "the first object of chart-killed's rendered chart",
+        Duration::from_secs(120),
+        || async { (!rendered_objects(&op.env, in_flight).is_empty()).then_some(()) },
+    )
+    .await;
+    let at_kill = labelled_objects(&op.env, in_flight);
+    assert!(
+        !tenants.get(in_flight).await.unwrap().is_ready(),
+        "the kill came after {in_flight} was Ready"
+    );
     let pid = operator_process(&leader)
         .and_then(|p| p.file_name()?.to_str()?.parse::<i32>().ok())
         .expect("the leader's process");
@@ -426,9 +449,12 @@ async fn two_replicas_one_leader_writes_and_the_lease_is_handed_back_or_expires(
             .expect("delete the killed leader's pod");
     };
     let leader = op
-        .fail_over(&leader, "killed (SIGKILL)", false, kill, "chart-killed")
+        .fail_over(&leader, "killed (SIGKILL)", false, kill, in_flight)
         .await;
     op.one_leader_writes(&leader).await;
+    // The new leader finished what the killed one began.
+    let ready = wait_ready(&tenants, in_flight, Duration::from_secs(300)).await;
+    assert_apply_resumed(&op.env, in_flight, &at_kill, ready);
 
     for t in TENANTS {
         op.env

@@ -20,7 +20,7 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     control_planes::{
-        inventory_of, labelled_objects, pinned_digest, rendered_objects, vcluster_flags,
+        assert_apply_resumed, labelled_objects, pinned_digest, rendered_objects, vcluster_flags,
     },
     operator::{OperatorProcess, SHARD_LABEL, metric_sum, sharded_tenant},
     pods::{delete_tenant, leftovers},
@@ -193,28 +193,8 @@ async fn a_control_plane_killed_mid_apply_is_finished_after_the_restart() {
 
     operator.restart().await;
     let ready = wait_ready(&tenants, name, Duration::from_secs(300)).await;
-    let after = labelled_objects(&env, name);
-    let recreated: Vec<_> = at_kill.iter().filter(|o| !after.contains(o)).collect();
-    assert!(
-        recreated.is_empty(),
-        "objects there at the kill are kept (same uid), not recreated: {recreated:?}"
-    );
-    // Every object rendered into the namespace is one the inventory lists: nothing orphaned.
+    assert_apply_resumed(&env, name, &at_kill, ready);
     let ns = names::namespace(name);
-    let inventory = inventory_of(ready);
-    for (object, _) in rendered_objects(&env, name) {
-        let (kind, object_name) = object.split_once('/').expect("kind/name");
-        let suffix = format!("/{kind}/{ns}/{object_name}");
-        assert!(
-            inventory.iter().any(|e| e.ends_with(&suffix)),
-            "{object} is in the inventory {inventory:?}"
-        );
-    }
-    println!(
-        "killed with {} of the tenant's objects in its namespace, {} after the restart",
-        at_kill.len(),
-        after.len()
-    );
     let (kubeconfig, _) = owner_kubeconfig(&env, name).await;
     in_tenant(&env, &kubeconfig, &["get", "ns"]).await;
     operator.assert_every_request_listed().await;
