@@ -252,17 +252,17 @@ phase "tests alone: API server outage, shared leader killed"
 # The provider's acceptance tests drive the real terraform binary against this cluster and its
 # operator (they are #[ignore]d in a plain `cargo test`, which has no cluster), then OpenTofu.
 # They run beside the other tests: their tenants have names of their own (the test process's
-# id), and the CPU the other tests leave idle is theirs. Each pass runs two tests at a time: with
-# the terraform pass one at a time (867 s, cold, 2026-12-06; the OpenTofu pass with two took 301
-# s) the OpenTofu pass still ran 254 s after the lanes had ended, alone on a machine the lanes
-# had left idle. Their output is printed after the other tests'.
+# id), and the CPU the other tests leave idle is theirs. The terraform pass runs one test at a
+# time, the OpenTofu pass two. Measured cold (2026-12-06): with one, lanes 1210 s and 254 s of
+# OpenTofu after them; with the terraform pass at two, lanes 1329 s and still 272 s after them,
+# since OpenTofu (a late tool) is built only then. Their output is printed after the other tests'.
 TEST_LOGS+=("$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log")
 step "provider acceptance tests with terraform, then OpenTofu, beside the other tests (logs/provider-*.log)"
 setsid bash -c '
   status=0
   if command -v terraform >/dev/null 2>&1; then
     TF_ACC=1 cargo test --workspace --test acceptance -- --ignored \
-      --test-threads=2 >"$1/logs/provider-terraform.log" 2>&1 || status=1
+      --test-threads=1 >"$1/logs/provider-terraform.log" 2>&1 || status=1
   else
     # Terraform is not in any package registry this project can reach, so a machine may lack it;
     # the OpenTofu pass always runs (the harness builds tofu from its Go module).

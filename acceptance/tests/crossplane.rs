@@ -406,7 +406,7 @@ async fn crossplane_in_the_cluster_composes_a_ready_tenant_and_its_kubeconfig() 
 
     let ready = wait_condition(&env, xr_kind, name, "Ready", CONTROL_PLANE_TIMEOUT).await;
     let tenant = tenants.get(name).await.expect("the composed Tenant");
-    // Crossplane made it: it is controlled by the XR and was applied by Crossplane's identity.
+    // Crossplane made it: the XR controls it, and Crossplane's field manager applied it.
     let owner = tenant
         .metadata
         .owner_references
