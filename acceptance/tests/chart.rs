@@ -70,6 +70,11 @@ fn name(pod: &Pod) -> String {
 
 /// A pod's Prometheus text, from its `http` port through the API server's pod proxy.
 fn metrics(env: &Env, namespace: &str, pod: &Pod) -> String {
+    env.kubectl_ok(&["get", "--raw", &metrics_path(namespace, pod)], None)
+}
+
+/// The path of the pod's metrics through the API server's pod proxy.
+fn metrics_path(namespace: &str, pod: &Pod) -> String {
     let port = pod
         .spec
         .as_ref()
@@ -78,11 +83,18 @@ fn metrics(env: &Env, namespace: &str, pod: &Pod) -> String {
         .and_then(|ports| ports.iter().find(|p| p.name.as_deref() == Some("http")))
         .map(|p| p.container_port)
         .expect("the operator container names its port http");
-    let path = format!(
+    format!(
         "/api/v1/namespaces/{namespace}/pods/{}:{port}/proxy/metrics",
         name(pod)
-    );
-    env.kubectl_ok(&["get", "--raw", &path], None)
+    )
+}
+
+/// The pod's metrics, or None while it does not answer (a pod just started).
+fn metrics_if_answering(env: &Env, namespace: &str, pod: &Pod) -> Option<String> {
+    let out = env.kubectl(&["get", "--raw", &metrics_path(namespace, pod)], None);
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Writes the pod's controller sent to the API (the Lease's own requests are not counted).
@@ -275,9 +287,9 @@ impl Operator {
     /// Kills the leader's pod with `kill`, applies `tenant` at once (one applied before is left
     /// as it is), and follows the Lease until
     /// another pod holds it: handed back first when `graceful` (the leader got SIGTERM), taken
-    /// only on expiry otherwise. Then waits until the new leader has provisioned the Tenant's host
-    /// side (its namespace, quota, access and isolation: the tenant's own control plane takes
-    /// longer to start, and is not what fails over). Returns the new leader. (The time this takes
+    /// only on expiry otherwise. Then waits until the Tenant's host side is provisioned (its
+    /// namespace, quota, access and isolation: the tenant's own control plane takes longer to
+    /// start, and is not what fails over) and the new leader has written. Returns the new leader. (The time this takes
     /// is `make bench-chart`'s figure.)
     async fn fail_over(
         &self,
@@ -319,7 +331,7 @@ impl Operator {
             "the new Lease holder {new_leader} is a live operator pod"
         );
         wait_for(
-            &format!("tenant {tenant}'s host side provisioned by the new leader"),
+            &format!("tenant {tenant}'s host side provisioned"),
             Duration::from_secs(60),
             || async {
                 let t = tenants.get_opt(tenant).await.ok()??;
@@ -330,9 +342,25 @@ impl Operator {
             },
         )
         .await;
+        // A tenant applied before the kill may have had its host side provisioned by the old
+        // leader: what shows the new one at work is its own first write.
+        let pod = self
+            .pods
+            .get(&new_leader)
+            .await
+            .expect("the new leader's pod");
+        wait_for(
+            &format!("the new leader {new_leader}'s first write"),
+            Duration::from_secs(60),
+            || async {
+                let m = metrics_if_answering(&self.env, &self.namespace, &pod)?;
+                (writes(&m) > 0.0).then_some(())
+            },
+        )
+        .await;
         eprintln!(
             "leader {leader} {how}: {new_leader} held the Lease after {:.1} s; tenant {tenant}'s \
-             host side provisioned after {:.1} s",
+             host side provisioned and the new leader writing after {:.1} s",
             handed_over.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
