@@ -17,13 +17,17 @@
 #       cluster with the platform Gateway (KUBESPACES_API_GATEWAY in its operator.env) every Tenant
 #       gets a vCluster: the vCluster images are imported and the chart gets the Gateway, the
 #       domain, the StorageClass and manifests/vcluster/values-local.yaml; elsewhere
-#       controlPlane.kind=none. Adds KUBESPACES_OPERATOR_NAMESPACE, KUBESPACES_OPERATOR_RELEASE and
+#       controlPlane.kind=none. Where the cluster's Dex answers pods (dex.sh start STATE_DIR node)
+#       and cert-manager issues, the server too: its image from the release binary
+#       (KUBESPACES_SERVER_BINARY names another build; images.sh server), that Dex as its issuer
+#       (its CA as server.oidc.caBundle) and its door at https://kubespaces.<domain> through the
+#       Gateway; elsewhere server.enabled=false. Adds KUBESPACES_OPERATOR_NAMESPACE, KUBESPACES_OPERATOR_RELEASE and
 #       KUBESPACES_OPERATOR_IMAGE to STATE_DIR/env and KUBESPACES_HELM to STATE_DIR/operator.env
 #       (lib.sh). Idempotent: an unchanged binary gives the same image name, and helm changes
 #       nothing.
 #   chart.sh logs STATE_DIR
-#       writes the operator pods' logs (current and previous containers) to
-#       STATE_DIR/logs/operator-pods.log.
+#       writes the operator pods' and the server pods' logs (current and previous containers) to
+#       STATE_DIR/logs/operator-pods.log and server-pods.log.
 #   chart.sh healthy STATE_DIR
 #       succeeds while the Deployment has all its replicas Ready and no operator container's
 #       last restart followed a crash (make test). A last exit with code 1 is accepted: the
@@ -77,14 +81,19 @@ load_state() {
 check() {
   local out bad expect
   BIN=$(bin_dir); HELM="$BIN/helm"
+  # The server needs its issuer: without one the chart refuses, naming the value.
+  if out=$(helm_ template "$RELEASE" "$CHART" 2>&1); then die "the chart rendered a server without an issuer"; fi
+  grep -qF 'server.oidc.issuer is required' <<<"$out" || die "without an issuer, helm did not name server.oidc.issuer: $out"
+  # Every other check renders the chart with an issuer (and the settings set only when given).
+  local oidc=(--set-string server.oidc.issuer=https://dex.example.com/dex --set-string server.oidc.clientId=kubespaces)
   log "helm lint --strict"
-  helm_ lint --strict "$CHART" >/dev/null || { helm_ lint --strict "$CHART" >&2 || true; die "helm lint failed"; }
-  out=$(helm_ template "$RELEASE" "$CHART" -n "$NAMESPACE" --include-crds)
+  helm_ lint --strict "$CHART" "${oidc[@]}" >/dev/null || { helm_ lint --strict "$CHART" "${oidc[@]}" >&2 || true; die "helm lint failed"; }
+  out=$(helm_ template "$RELEASE" "$CHART" -n "$NAMESPACE" --include-crds "${oidc[@]}")
   # Every object of every generated manifest is in the chart, under its own kind and name (the
   # connection-secret Role only where connection Secrets are allowed, so render one such too).
   local rendered missing
   rendered=$({ kinds_names <<<"$out"
-               helm_ template "$RELEASE" "$CHART" -n "$NAMESPACE" \
+               helm_ template "$RELEASE" "$CHART" -n "$NAMESPACE" "${oidc[@]}" \
                  --set 'tenants.connectionSecretNamespaces={crossplane-system}' | kinds_names
              } | sort -u)
   missing=$(for f in "$REPO_ROOT"/operator/manifests/*.yaml; do kinds_names <"$f"; done | sort -u \
@@ -92,10 +101,18 @@ check() {
   [ -z "$missing" ] || die "the chart renders none of: $(echo "$missing" | tr '\n' ';') (link the manifest from charts/kubespaces/files/ and include it)"
   # Every operator setting (a clap argument with an environment variable) is set by the chart.
   local settings unset
-  settings=$(helm_ template "$RELEASE" "$CHART" --set-string operator.selector=x)
+  settings=$(helm_ template "$RELEASE" "$CHART" --set-string operator.selector=x --show-only templates/deployment.yaml "${oidc[@]}")
   unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' "$REPO_ROOT/operator/src" | cut -d'"' -f2 | sort -u \
           | while read -r var; do grep -q -- "- name: $var\$" <<<"$settings" || echo "$var"; done)
   [ -z "$unset" ] || die "operator settings the chart does not set: $(echo "$unset" | tr '\n' ' ')(add a value, its schema and the env entry in templates/deployment.yaml)"
+  # Every server setting likewise, by the server's Deployment (those set only when given, given).
+  settings=$(helm_ template "$RELEASE" "$CHART" --show-only templates/server-deployment.yaml "${oidc[@]}" \
+             --set-string server.oidc.adminGroup=admins --set-string server.oidc.caBundle="-----BEGIN CERTIFICATE-----" \
+             --set 'server.limits.creatorGroups={creators}' \
+             --set-string tenants.maxima.cpu=8 --set-string tenants.maxima.memory=8Gi --set-string tenants.maxima.storage=8Gi)
+  unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' "$REPO_ROOT/server/src" | cut -d'"' -f2 | sort -u \
+          | while read -r var; do grep -q -- "- name: $var\$" <<<"$settings" || echo "$var"; done)
+  [ -z "$unset" ] || die "server settings the chart does not set: $(echo "$unset" | tr '\n' ' ')(add a value under server, its schema and the env entry in templates/server-deployment.yaml)"
   # helm package follows the symlinks: the archive holds the CRD's content, not a link.
   local pkg
   pkg=$(mktemp -d)
@@ -105,9 +122,10 @@ check() {
     || die "the packaged chart does not carry operator/manifests/tenants.kubespaces.io.yaml"
   rm -rf "$pkg"
   # The schema: a wrong value is refused, and the message names it.
-  for bad in tenants.podSecurity.level=strict operator.concurrency=0 tenants.egress.except[0]=10.0.0.1/8x; do
+  for bad in tenants.podSecurity.level=strict operator.concurrency=0 tenants.egress.except[0]=10.0.0.1/8x \
+             server.limits.createRate=10/day server.replicaCount=0; do
     expect="/${bad%%=*}"; expect=${expect//./\/}; expect=${expect//\[/\/}; expect=${expect//\]/}
-    if out=$(helm_ template "$RELEASE" "$CHART" --set "$bad" 2>&1); then
+    if out=$(helm_ template "$RELEASE" "$CHART" "${oidc[@]}" --set "$bad" 2>&1); then
       die "the values schema accepted $bad"
     fi
     grep -qF "'$expect'" <<<"$out" || die "refusing $bad, helm did not name $expect: $out"
@@ -142,14 +160,31 @@ install() {
            --set-string controlPlane.apps.clusterIssuer="$KUBESPACES_APPS_CLUSTER_ISSUER")
     fi
   fi
-  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${maxima[*]} ${cp[*]} $*"
+  # The server, where the cluster's Dex answers its pods (dex.sh start STATE_DIR node), at the
+  # door of the cluster's Gateway with a certificate of its CA; elsewhere no server.
+  local server=(--set server.enabled=false)
+  if [ -n "${KUBESPACES_NODE_OIDC_ISSUER:-}" ] && [ -n "${KUBESPACES_APPS_CLUSTER_ISSUER:-}" ]; then
+    local sv=${KUBESPACES_SERVER_BINARY:-$REPO_ROOT/target/release/kubespaces-server} server_image
+    [ -x "$sv" ] || die "$sv not found: cargo build --release -p kubespaces-server"
+    server_image=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" server "$STATE" "$sv")
+    server=(--set-string server.image.repository="${server_image%:*}"
+            --set-string server.image.tag="${server_image##*:}"
+            --set-string server.oidc.issuer="$KUBESPACES_NODE_OIDC_ISSUER"
+            --set-string server.oidc.clientId=kubespaces
+            --set-string server.oidc.adminGroup=kubespaces-admins
+            --set-file server.oidc.caBundle="$KUBESPACES_NODE_OIDC_CA_FILE"
+            --set-string server.gateway.className="$KUBESPACES_APPS_GATEWAY_CLASS"
+            --set-string server.gateway.clusterIssuer="$KUBESPACES_APPS_CLUSTER_ISSUER")
+  fi
+  log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${maxima[*]} ${cp[*]} ${server[*]} $*"
   if ! helm_ upgrade --install "$RELEASE" "$CHART" -n "$NAMESPACE" --create-namespace \
        --set-string image.repository="${image%:*}" --set-string image.tag="${image##*:}" \
-       "${maxima[@]}" "${cp[@]}" --wait --timeout 180s "$@" >/dev/null; then
+       "${maxima[@]}" "${cp[@]}" "${server[@]}" --wait --timeout 180s "$@" >/dev/null; then
     "$K" -n "$NAMESPACE" get pods -o wide >&3 || true
     "$K" -n "$NAMESPACE" describe pods -l "$SELECTOR" | tail -n 40 >&3 || true
     logs "$STATE"
     tail -n 40 "$STATE/logs/operator-pods.log" >&3 || true
+    tail -n 40 "$STATE/logs/server-pods.log" >&3 || true
     die "helm install of the chart failed"
   fi
   # --wait is satisfied with replicas minus maxUnavailable Ready: wait for every one, of the new
@@ -172,14 +207,17 @@ install() {
 
 logs() {
   load_state "$@"
-  local out="$STATE/logs/operator-pods.log" pod
+  local component out pod
   mkdir -p "$STATE/logs"
-  : >"$out"
-  for pod in $("$K" -n "$NAMESPACE" get pods -l "$SELECTOR" -o name 2>/dev/null); do
-    { echo "===== $pod (previous container, if any)"
-      "$K" -n "$NAMESPACE" logs "$pod" --previous 2>/dev/null || true
-      echo "===== $pod"
-      "$K" -n "$NAMESPACE" logs "$pod" 2>&1 || true; } >>"$out"
+  for component in operator server; do
+    out="$STATE/logs/$component-pods.log"
+    : >"$out"
+    for pod in $("$K" -n "$NAMESPACE" get pods -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=$component" -o name 2>/dev/null); do
+      { echo "===== $pod (previous container, if any)"
+        "$K" -n "$NAMESPACE" logs "$pod" --previous 2>/dev/null || true
+        echo "===== $pod"
+        "$K" -n "$NAMESPACE" logs "$pod" 2>&1 || true; } >>"$out"
+    done
   done
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# images.sh build|import STATE_DIR|operator STATE_DIR BINARY|vcluster STATE_DIR — the node's
+# images.sh build|import STATE_DIR|operator|server STATE_DIR BINARY|vcluster|crossplane STATE_DIR — the node's
 # container images, without a registry.
 #
 # build: writes each image as a docker-archive tarball with mkimage (acceptance/tools/images) from
@@ -17,6 +17,8 @@
 #   for its user, 65532; no shell. It is also tagged with the operator's version (the chart's
 #   appVersion), which the chart's default values name. Older operator images are removed from
 #   the node.
+# server: the same for the server (a build of kubespaces-server), localhost/kubespaces/server:<tag>:
+#   the binary and its libraries alone.
 # vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
 #   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
 # crossplane: builds and imports Crossplane's image and the package of the composition function
@@ -39,6 +41,7 @@
 #                                       kube-scheduler,kine}, which the vCluster chart's init
 #                                       container copies to /binaries (only with `vcluster`)
 #   localhost/kubespaces/operator:<t>   the operator (only with `operator`)
+#   localhost/kubespaces/server:<t>     the server (only with `server`)
 #   localhost/kubespaces/crossplane:<v> Crossplane core and its RBAC manager, with the CRDs and
 #                                       webhook configurations `crossplane core init` installs
 #                                       (only with `crossplane`)
@@ -51,7 +54,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=images
 
-USAGE="usage: $0 build | import STATE_DIR | operator STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR"
+USAGE="usage: $0 build | import STATE_DIR | operator|server STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR"
 [ $# -ge 1 ] || die "$USAGE"
 BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh")}
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
@@ -136,28 +139,20 @@ rootfs_busybox() {
   done
 }
 
-# The operator: BINARY without its debug info (both profiles keep line tables, 80% of the
-# file; symbols stay, so backtraces still name functions), the shared libraries it loads and the
-# dynamic loader, each at the path `ldd` names (the copy is of the file a symlink points to), and
-# users for uid 65532.
-rootfs_operator() {
-  local dir=$1 binary=$2 libs lib
+# A program of this repository (kubespaces-operator, kubespaces-server) as /usr/local/bin/NAME:
+# BINARY without its debug info (both profiles keep line tables, 80% of the file; symbols stay, so
+# backtraces still name functions), the shared libraries it loads and the dynamic loader, each at
+# the path `ldd` names (the copy is of the file a symlink points to), and users for uid 65532.
+rootfs_program() {
+  local dir=$1 binary=$2 name=$3 libs lib
   mkdir -p "$dir/usr/local/bin"
-  strip --strip-debug -o "$dir/usr/local/bin/kubespaces-operator" "$binary"
-  chmod 755 "$dir/usr/local/bin/kubespaces-operator"
+  strip --strip-debug -o "$dir/usr/local/bin/$name" "$binary"
+  chmod 755 "$dir/usr/local/bin/$name"
   # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)";
   # linux-vdso is the kernel's. A static binary ("not a dynamic executable") needs none.
   libs=$(ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}') || true
   for lib in $libs; do
     install -D -m755 "$(readlink -f "$lib")" "$dir$lib"
-  done
-  # Beside the operator: helm, which renders the tenants' vCluster chart (`helm template`), and
-  # that chart's pinned archive (the chart's values name its path, version and digest).
-  [ -x "$BIN/helm" ] || die "no helm in $BIN: build it with build-tools.sh --with helm"
-  install -D -m755 "$(readlink -f "$BIN/helm")" "$dir/usr/local/bin/helm"
-  local archive
-  for archive in "$REPO_ROOT"/charts/vcluster/vcluster-*.tgz; do
-    install -D -m644 "$archive" "$dir/usr/share/kubespaces/charts/$(basename "$archive")"
   done
   mkdir -p "$dir/etc"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$dir/etc/passwd"
@@ -165,6 +160,22 @@ rootfs_operator() {
   # glibc (>= 2.34 has the files and dns modules built in) reads this for host names.
   printf 'hosts: files dns\n' >"$dir/etc/nsswitch.conf"
 }
+
+# The operator, and beside it helm, which renders the tenants' vCluster chart (`helm template`),
+# and that chart's pinned archive (the chart's values name its path, version and digest).
+rootfs_operator() {
+  local dir=$1 archive
+  rootfs_program "$dir" "$2" kubespaces-operator
+  [ -x "$BIN/helm" ] || die "no helm in $BIN: build it with build-tools.sh --with helm"
+  install -D -m755 "$(readlink -f "$BIN/helm")" "$dir/usr/local/bin/helm"
+  for archive in "$REPO_ROOT"/charts/vcluster/vcluster-*.tgz; do
+    install -D -m644 "$archive" "$dir/usr/share/kubespaces/charts/$(basename "$archive")"
+  done
+}
+
+# The server: the program alone (its TLS roots are built in; the kube client uses the pod's
+# ServiceAccount).
+rootfs_server() { rootfs_program "$1" "$2" kubespaces-server; }
 
 # content_key DIR EXTRA: a digest of every file, link and mode under DIR, plus EXTRA.
 content_key() {
@@ -195,17 +206,20 @@ build_image() {
   rm -rf "$tmp"
 }
 
-# build_operator BINARY: echoes "operator TAG TARBALL ID"; TAG is the content's digest. Older
-# operator tarballs are removed from the cache (the newest few are kept).
-build_operator() {
-  local tmp key entrypoint='["/usr/local/bin/kubespaces-operator"]' cmd='["run"]' user=65532:65532
+# build_program NAME BINARY: echoes "NAME TAG TARBALL ID" for the image of the operator or the
+# server; TAG is the content's digest. Older tarballs of NAME are removed from the cache (the
+# newest few are kept).
+build_program() {
+  local name=$1 tmp key entrypoint cmd user=65532:65532
+  entrypoint="[\"/usr/local/bin/kubespaces-$name\"]"
+  case $name in operator) cmd='["run"]' ;; *) cmd= ;; esac
   tmp=$(mktemp -d)
-  rootfs_operator "$tmp" "$1"
-  key=$(content_key "$tmp" "operator $entrypoint $cmd $user")
-  mkimage_cached operator "$key" "$key" "$tmp" "$entrypoint" "$cmd" -user "$user"
+  "rootfs_$name" "$tmp" "$2"
+  key=$(content_key "$tmp" "$name $entrypoint $cmd $user")
+  mkimage_cached "$name" "$key" "$key" "$tmp" "$entrypoint" "$cmd" -user "$user"
   rm -rf "$tmp"
-  # shellcheck disable=SC2012  # names are ours: operator-<hex>.tar
-  ls -t "$CACHE"/operator-*.tar | tail -n +4 | while read -r old; do rm -f "$old" "$old.id"; done
+  # shellcheck disable=SC2012  # names are ours: NAME-<hex>.tar
+  ls -t "$CACHE/$name"-*.tar | tail -n +4 | while read -r old; do rm -f "$old" "$old.id"; done
 }
 
 build_all() {
@@ -307,24 +321,26 @@ case $1 in
     [ $# -eq 2 ] || die "$USAGE"
     import_images "$2" < <(build_all)
     ;;
-  operator)
+  operator|server)
     [ $# -eq 3 ] || die "$USAGE"
-    [ -x "$3" ] || die "$3 is not an executable (build it first: cargo build --release -p kubespaces-operator)"
-    line=$(import_images "$2" < <(build_operator "$3"))
+    name=$1
+    [ -x "$3" ] || die "$3 is not an executable (build it first: cargo build --release -p kubespaces-$name)"
+    line=$(import_images "$2" < <(build_program "$name" "$3"))
     read -r _ tag _ _ <<<"$line"
-    ref="localhost/kubespaces/operator:$tag"
+    repo="localhost/kubespaces/$name"
+    ref="$repo:$tag"
     sock="$(cd "$2" && pwd)/node/containerd/containerd.sock"
     record="$(cd "$2" && pwd)/node/containerd/root/kubespaces-images"
     ctr() { "$BIN/ctr" --address "$sock" --namespace k8s.io "$@" 2>/dev/null; }
     # The version tag the chart's default values name (its appVersion), on the same image.
     version=$("$3" --version | awk '{print $NF}')
-    ctr images rm "localhost/kubespaces/operator:$version" >/dev/null || true
-    ctr images tag "$ref" "localhost/kubespaces/operator:$version" >/dev/null
-    ctr images label "localhost/kubespaces/operator:$version" io.cri-containerd.pinned=pinned >/dev/null
+    ctr images rm "$repo:$version" >/dev/null || true
+    ctr images tag "$ref" "$repo:$version" >/dev/null
+    ctr images label "$repo:$version" io.cri-containerd.pinned=pinned >/dev/null
     # Older builds are of no further use (the image store outlives clusters: they would pile up).
     # A container still running from one keeps its snapshot until its pod is replaced.
-    for old in $(ctr images ls -q | grep '^localhost/kubespaces/operator:' || true); do
-      case $old in "$ref"|"localhost/kubespaces/operator:$version") ;;
+    for old in $(ctr images ls -q | grep "^$repo:" || true); do
+      case $old in "$ref"|"$repo:$version") ;;
         *) ctr images rm "$old" >/dev/null || true
            grep -v "^$old " "$record" >"$record.tmp" || true; mv "$record.tmp" "$record" ;; esac
     done

@@ -122,6 +122,7 @@ pid_alive() {
 exe_name_for() {
   case "$1" in
     operator) echo kubespaces-operator ;;
+    dex-node) echo dex ;;
     # A Python program (gateway.sh): the interpreter is the executable (python3 may be a shim).
     hosts-sync) python3 -c 'import os, sys; print(os.path.basename(os.path.realpath(sys.executable)))' ;;
     *) echo "$1" ;;

@@ -198,12 +198,13 @@ phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
 rm -f "$BIN"/{health-check,crossplane,xp-render,xp-package,crossplane-cluster,function-patch-and-transform,function-patch-and-transform-package,tofu} \
   "$STATE/tools.failed"
-# Quickest first, so that no lane waits behind a longer build: health.rs's verdicts end one lane
-# (health-check: under a minute), crossplane.rs the other (Crossplane, then the function, which
-# reuses Crossplane's compiled packages); the OpenTofu pass follows the terraform pass.
-setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with crossplane --with tofu \
+# health.rs's verdicts end one lane (health-check: under a minute); OpenTofu next: its pass follows
+# the terraform pass, and built last (cold, 2026-12-06: 989 s under the tests' load) it made the
+# run end 295 s after the lanes; Crossplane and the function (which reuses Crossplane's compiled
+# packages) last, for crossplane.rs, which ends the other lane.
+setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with tofu --with crossplane \
     >/dev/null 2>"$2/logs/late-tools.log" \
-  || echo "build-tools.sh --with health-check --with crossplane --with tofu failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
+  || echo "build-tools.sh --with health-check --with tofu --with crossplane failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
   late-tools "$HARNESS_DIR" "$STATE" &
 LATE_TOOLS=$!
 
@@ -212,14 +213,17 @@ KUBESPACES_BIN="$BIN" "$HARNESS_DIR/chart.sh" check
 # The pinned vCluster chart archive is the module's chart/, file for file (provenance).
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/vcluster-chart.sh" check
 
-step "the chart: helm install of the shared operator (kubespaces-system), from the debug build"
-KUBESPACES_OPERATOR_BINARY="$REPO_ROOT/target/debug/kubespaces-operator" KUBESPACES_BIN="$BIN" \
-  "$HARNESS_DIR/chart.sh" install "$STATE" --set-string operator.selector='!kubespaces.io/test-operator'
-
-# --- Dex, for the server's, the portal's and the CLI's tests (they read KUBESPACES_OIDC_ISSUER) ---
-step "Dex, the OIDC provider of the server, portal and CLI tests (dex.sh)"
+# --- Dex: on loopback for the servers the tests run as processes (KUBESPACES_OIDC_ISSUER), and on
+# the node's link for the chart's server, which runs in pods (KUBESPACES_NODE_OIDC_ISSUER) ---
+step "Dex, the OIDC provider of the server, portal and CLI tests (dex.sh, loopback and node)"
 KUBESPACES_BIN="$BIN" "$HARNESS_DIR/dex.sh" start "$STATE"
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/dex.sh" start "$STATE" node
 # --- end Dex ---
+
+step "the chart: helm install of the shared operator and the server (kubespaces-system), from the debug builds"
+KUBESPACES_OPERATOR_BINARY="$REPO_ROOT/target/debug/kubespaces-operator" \
+  KUBESPACES_SERVER_BINARY="$REPO_ROOT/target/debug/kubespaces-server" KUBESPACES_BIN="$BIN" \
+  "$HARNESS_DIR/chart.sh" install "$STATE" --set-string operator.selector='!kubespaces.io/test-operator'
 phase "chart checked and installed, Dex"
 
 # Clippy too: a check build of its own (it shares no artifact with the test build), so in its own

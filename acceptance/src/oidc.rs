@@ -146,10 +146,24 @@ fn form(page: &str, base: &reqwest::Url) -> (reqwest::Url, HashMap<String, Strin
 /// Plays the user's browser for the device flow: opens the verification page, confirms the
 /// code, logs in on Dex's password page. Returns the final page's text.
 pub async fn confirm_device_code(verification_url: &str, email: &str) -> String {
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
+    confirm_device_code_trusting(verification_url, email, None).await
+}
+
+/// The same, with a browser that trusts the CA in the PEM file `ca` (an issuer whose
+/// certificate the cluster's CA signed: dex.sh's node mode).
+pub async fn confirm_device_code_trusting(
+    verification_url: &str,
+    email: &str,
+    ca: Option<&str>,
+) -> String {
+    let mut browser = reqwest::Client::builder().cookie_store(true);
+    if let Some(ca) = ca {
+        let pem = std::fs::read(ca).unwrap_or_else(|e| panic!("read {ca}: {e}"));
+        for certificate in reqwest::Certificate::from_pem_bundle(&pem).expect("a PEM CA") {
+            browser = browser.add_root_certificate(certificate);
+        }
+    }
+    let browser = browser.build().unwrap();
     let page = browser
         .get(verification_url)
         .send()
@@ -276,6 +290,7 @@ impl Server {
             oidc_scopes: ["openid", "email", "groups", "profile", "offline_access"]
                 .map(String::from)
                 .to_vec(),
+            oidc_ca_file: None,
             admin_group: Some(ADMIN_GROUP.into()),
             jwks_min_refresh_secs: jwks_min_refresh.as_secs(),
             public_url: None,

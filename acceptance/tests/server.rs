@@ -5,7 +5,7 @@
 //! users: the login redirects only to the public URL, every response carries the security
 //! headers. And the portal's sessions: served by every replica with the same keys, kept over a
 //! restart. The server runs in the test process as the chart's
-//! `kubespaces-server` ServiceAccount.
+//! `kubespaces-server` ServiceAccount; and the chart's own server, in its pods, at its door.
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, Server, TestIssuer, TestKey, log_in_on_dex, server_account_client},
-    tenant_cluster::{assert_reaches_tenant, private_kubeconfig},
+    tenant_cluster::{assert_reaches_tenant, platform_var, private_kubeconfig},
     wait_for, wait_gone, wait_ready,
 };
 use serde_json::{Value, json};
@@ -1049,4 +1049,152 @@ async fn every_response_carries_the_security_headers_and_logins_return_to_the_pu
         let base = public_url.unwrap_or(&server.url);
         assert_eq!(redirect_uri, Some(format!("{base}/auth/callback")));
     }
+}
+
+/// The chart's server (two pods; make test installs it) at its door, https://kubespaces.<domain>
+/// through the cluster's Gateway: a portal login there, with a browser that trusts the cluster's
+/// CA, and the session kept while every pod of its Deployment is replaced (they seal and open
+/// with the keys of the Secret the chart made).
+#[tokio::test]
+async fn the_chart_s_server_keeps_a_portal_session_while_its_pods_are_replaced() {
+    let env = Env::get();
+    let door = format!("https://kubespaces.{}", platform_var("KUBESPACES_DOMAIN"));
+    let ca = std::fs::read(platform_var("KUBESPACES_NODE_OIDC_CA_FILE")).expect("the cluster's CA");
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("a PEM CA"))
+        .build()
+        .unwrap();
+    wait_for(
+        "the chart's server at its door",
+        Duration::from_secs(120),
+        || async {
+            let ready = browser.get(format!("{door}/readyz")).send().await.ok()?;
+            ready.status().is_success().then_some(())
+        },
+    )
+    .await;
+    // The portal's home page as the browser ends on it: (its URL, its text). While the Gateway
+    // still routes to pods that are gone (it follows the Endpoints a moment later) the answer is
+    // the Gateway's own 502 or 503: None, asked again.
+    let home = || {
+        let (browser, door) = (browser.clone(), door.clone());
+        wait_for(
+            "the portal's home page",
+            Duration::from_secs(60),
+            move || {
+                let (browser, door) = (browser.clone(), door.clone());
+                async move {
+                    let page = browser.get(format!("{door}/")).send().await.ok()?;
+                    if [502, 503, 504].contains(&page.status().as_u16()) {
+                        return None;
+                    }
+                    let url = page.url().to_string();
+                    Some((url, page.text().await.ok()?))
+                }
+            },
+        )
+    };
+    let greets = |who: &'static str| {
+        let (home, door) = (home(), door.clone());
+        async move {
+            let (url, text) = home.await;
+            assert!(
+                url.starts_with(&door) && text.contains(who),
+                "{who} is not greeted: the browser ended on {url}:\n{text}"
+            );
+        }
+    };
+
+    let page = browser.get(format!("{door}/login")).send().await.unwrap();
+    let issuer = platform_var("KUBESPACES_NODE_OIDC_ISSUER");
+    assert!(page.url().as_str().starts_with(&issuer), "{}", page.url());
+    let done = log_in_on_dex(&browser, page, "alice@example.com").await;
+    assert_eq!(done.status(), 200, "{}", done.url());
+    greets("alice@example.com").await;
+
+    let namespace = std::env::var("KUBESPACES_OPERATOR_NAMESPACE")
+        .unwrap_or_else(|_| "kubespaces-system".into());
+    let deployment = format!(
+        "deployment/{}-server",
+        std::env::var("KUBESPACES_OPERATOR_RELEASE").unwrap_or_else(|_| "kubespaces".into())
+    );
+    let selector = "app.kubernetes.io/component=server";
+    let pods = |env: &Env| {
+        env.kubectl_ok(
+            &[
+                "-n", &namespace, "get", "pods", "-l", selector, "-o", "name",
+            ],
+            None,
+        )
+        .lines()
+        .map(str::to_owned)
+        .collect::<Vec<_>>()
+    };
+    let before = pods(&env);
+    assert_eq!(before.len(), 2, "two server pods: {before:?}");
+    env.kubectl_ok(&["-n", &namespace, "rollout", "restart", &deployment], None);
+    env.kubectl_ok(
+        &[
+            "-n",
+            &namespace,
+            "rollout",
+            "status",
+            &deployment,
+            "--timeout=180s",
+        ],
+        None,
+    );
+    wait_for(
+        "the old server pods gone",
+        Duration::from_secs(60),
+        || async {
+            let now = pods(&env);
+            now.iter().all(|p| !before.contains(p)).then_some(())
+        },
+    )
+    .await;
+    // The new pods open the session the old ones sealed.
+    greets("alice@example.com").await;
+
+    // An upgrade of the release keeps the keys the chart made on install (a new key would end
+    // every session at the pods' next restart).
+    let release =
+        std::env::var("KUBESPACES_OPERATOR_RELEASE").unwrap_or_else(|_| "kubespaces".into());
+    let keys = || {
+        env.kubectl_ok(
+            &[
+                "-n",
+                &namespace,
+                "get",
+                "secret",
+                &format!("{release}-server-session-keys"),
+                "-o",
+                "jsonpath={.data.keys}",
+            ],
+            None,
+        )
+    };
+    let installed = keys();
+    let helm = platform_var("KUBESPACES_HELM");
+    let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/kubespaces");
+    let upgrade = std::process::Command::new(&helm)
+        .args([
+            "upgrade",
+            &release,
+            chart,
+            "-n",
+            &namespace,
+            "--reuse-values",
+            "--wait",
+        ])
+        .output()
+        .expect("run helm");
+    assert!(
+        upgrade.status.success(),
+        "helm upgrade: {}",
+        String::from_utf8_lossy(&upgrade.stderr)
+    );
+    assert_eq!(keys(), installed, "the upgrade kept the session keys");
+    greets("alice@example.com").await;
 }

@@ -14,6 +14,7 @@ use crate::{
     credentials::{self, Credentials},
     error::{CliError, Result},
     login,
+    trust::{self, CertificateAuthority},
 };
 
 /// Refresh when the ID token expires within this many seconds.
@@ -67,16 +68,26 @@ enum Ask<'a> {
 
 impl Session {
     /// The stored login, refreshed first if it is about to expire. Refuses, before any request,
-    /// a `--server` the login was not issued for.
-    pub async fn open(server_override: Option<&str>) -> Result<Session> {
+    /// a `--server` the login was not issued for. `ca` (`--certificate-authority`) replaces the
+    /// CA the login recorded, and is recorded instead.
+    pub async fn open(
+        server_override: Option<&str>,
+        ca: Option<CertificateAuthority>,
+    ) -> Result<Session> {
         let mut credentials = credentials::load()?;
+        if ca.is_some() && ca != credentials.certificate_authority {
+            credentials.certificate_authority = ca;
+            credentials::save(&credentials)?;
+        }
         let server = credentials.server_for(server_override)?;
         if credentials.expires_within(REFRESH_MARGIN_SECS) {
             credentials = login::refresh(&credentials).await?;
             credentials::save(&credentials)?;
         }
         Ok(Session {
-            http: reqwest::Client::new(),
+            http: trust::client(credentials.certificate_authority.as_ref())
+                .build()
+                .unwrap_or_default(),
             credentials,
             server,
         })
@@ -103,11 +114,10 @@ impl Session {
             if let Some(body) = body {
                 request = request.json(body);
             }
-            let response = request.send().await.map_err(|e| CliError::Unreachable {
-                what: "the KubeSpaces server",
-                url: self.server.clone(),
-                reason: root_cause(&e),
-            })?;
+            let response = request
+                .send()
+                .await
+                .map_err(|e| CliError::unreachable("the KubeSpaces server", &self.server, &e))?;
             if response.status() == StatusCode::UNAUTHORIZED && !refreshed {
                 // Expired or revoked: one refresh, then the request again.
                 self.credentials = login::refresh(&self.credentials).await?;
@@ -201,15 +211,6 @@ fn encode(name: &str) -> String {
 
 fn tenant_path(name: &str) -> String {
     format!("/api/v1/tenants/{}", encode(name))
-}
-
-/// The innermost error of a connection failure ("Connection refused"), not reqwest's wrapper.
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
 }
 
 async fn decode<T: serde::de::DeserializeOwned>(response: reqwest::Response) -> Result<T> {

@@ -11,6 +11,7 @@ use crate::{
     error::{CliError, Result, ServerError},
     origin::{self, Endpoint, Origin},
     private_file,
+    trust::CertificateAuthority,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -25,6 +26,10 @@ pub struct Credentials {
     pub id_token: String,
     #[serde(default)]
     pub refresh_token: Option<String>,
+    /// The CA the login trusted besides the built-in roots (`--certificate-authority`), trusted
+    /// again by every later request of this login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_authority: Option<CertificateAuthority>,
 }
 
 impl Credentials {
@@ -163,6 +168,7 @@ mod tests {
             client_id: "c".into(),
             id_token: token(serde_json::json!({"exp": 4_000_000_000i64, "email": "a@b.c"})),
             refresh_token: None,
+            certificate_authority: None,
         };
         assert_eq!(c.expires_at(), Some(4_000_000_000));
         assert!(!c.expires_within(60));
@@ -184,6 +190,7 @@ mod tests {
             client_id: "kubespaces".into(),
             id_token: "t".into(),
             refresh_token: None,
+            certificate_authority: None,
         }
     }
 

@@ -150,6 +150,30 @@ impl CliError {
     }
 
     /// The message on one line (server messages may carry newlines).
+    /// `what` at `url` could not be reached: the innermost error of the failure ("Connection
+    /// refused", "invalid peer certificate: UnknownIssuer"), not the HTTP client's wrapper, and
+    /// for a certificate the flag that trusts a private CA.
+    pub fn unreachable(
+        what: &'static str,
+        url: &str,
+        e: &(dyn std::error::Error + 'static),
+    ) -> CliError {
+        let mut cause = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        let mut reason = cause.to_string();
+        if reason.contains("certificate") {
+            reason
+                .push_str(" (signed by a private CA? trust it with --certificate-authority FILE)");
+        }
+        CliError::Unreachable {
+            what,
+            url: url.to_owned(),
+            reason,
+        }
+    }
+
     pub fn one_line(&self) -> String {
         self.to_string()
             .split_whitespace()

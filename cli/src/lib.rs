@@ -4,6 +4,7 @@
 //! - [`credentials`]: the token file (0600, under the user's config directory), and the one
 //!   server its tokens may go to.
 //! - [`origin`]: https only (but for loopback), and servers compared by origin.
+//! - [`trust`]: the CAs it trusts: the built-in roots and `--certificate-authority`.
 //! - [`private_file`]: 0600 files written atomically, never through a planted link.
 //! - [`login`]: the device flow and refreshing tokens.
 //! - [`client`]: the server's REST API and live stream.
@@ -19,3 +20,4 @@ pub mod login;
 pub mod origin;
 pub mod output;
 pub mod private_file;
+pub mod trust;

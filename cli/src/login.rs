@@ -22,6 +22,7 @@ use crate::{
     credentials::Credentials,
     error::{CliError, Result},
     origin::{self, Endpoint, UrlError},
+    trust::{self, CertificateAuthority},
 };
 
 /// The OIDC extra of a token response: the ID token the server authenticates.
@@ -82,21 +83,14 @@ impl Discovery {
     }
 }
 
-/// An HTTP client that follows no redirects (the OAuth2 endpoints must answer themselves).
-pub fn http() -> reqwest::Client {
-    reqwest::Client::builder()
+/// An HTTP client that follows no redirects (the OAuth2 endpoints must answer themselves),
+/// trusting `ca` besides the built-in roots.
+pub fn http(ca: Option<&CertificateAuthority>) -> reqwest::Client {
+    trust::client(ca)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap_or_default()
-}
-
-fn unreachable(what: &'static str, url: &str, e: impl std::fmt::Display) -> CliError {
-    CliError::Unreachable {
-        what,
-        url: url.to_owned(),
-        reason: e.to_string(),
-    }
 }
 
 async fn get_json<T: serde::de::DeserializeOwned>(
@@ -108,7 +102,7 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .get(url)
         .send()
         .await
-        .map_err(|e| unreachable(what, url, e))?;
+        .map_err(|e| CliError::unreachable(what, url, &e))?;
     if !response.status().is_success() {
         return Err(CliError::Other(format!(
             "{url} answered {} (is this a KubeSpaces server?)",
@@ -140,7 +134,7 @@ fn url_error(e: impl std::fmt::Display) -> CliError {
     CliError::Other(format!("the issuer published an invalid endpoint URL: {e}"))
 }
 
-fn token_error<E: std::error::Error, T: oauth2::ErrorResponseType + std::fmt::Display>(
+fn token_error<E: std::error::Error + 'static, T: oauth2::ErrorResponseType + std::fmt::Display>(
     e: RequestTokenError<E, oauth2::StandardErrorResponse<T>>,
     url: &str,
 ) -> CliError {
@@ -151,7 +145,7 @@ fn token_error<E: std::error::Error, T: oauth2::ErrorResponseType + std::fmt::Di
                 .cloned()
                 .unwrap_or_else(|| r.to_string())
         )),
-        RequestTokenError::Request(e) => unreachable("the OIDC issuer", url, e),
+        RequestTokenError::Request(e) => CliError::unreachable("the OIDC issuer", url, &e),
         other => CliError::Other(format!("the issuer's answer could not be read: {other}")),
     }
 }
@@ -162,6 +156,7 @@ fn credentials_from(
     settings_issuer: &str,
     client_id: &str,
     old_refresh: Option<String>,
+    certificate_authority: Option<CertificateAuthority>,
 ) -> Result<Credentials> {
     let id_token = token.extra_fields().id_token.clone().ok_or_else(|| {
         CliError::Other("the issuer returned no ID token (is the openid scope allowed?)".into())
@@ -176,6 +171,7 @@ fn credentials_from(
             .refresh_token()
             .map(|t| t.secret().clone())
             .or(old_refresh),
+        certificate_authority,
     })
 }
 
@@ -187,9 +183,14 @@ pub struct Prompt {
 }
 
 /// The device flow: asks for a code, hands it to `show`, and polls until the user confirmed it.
-pub async fn device_login(server: &str, show: impl FnOnce(&Prompt)) -> Result<Credentials> {
+/// `ca`, trusted for the server and the issuer, is recorded with the tokens.
+pub async fn device_login(
+    server: &str,
+    ca: Option<CertificateAuthority>,
+    show: impl FnOnce(&Prompt),
+) -> Result<Credentials> {
     let server = origin::checked(server, Endpoint::Server)?;
-    let http = http();
+    let http = http(ca.as_ref());
     let settings = server_settings(&http, &server).await?;
     let discovery = discover(&http, &settings.issuer).await?;
     let device_url = discovery.device_endpoint(&settings.issuer)?;
@@ -219,7 +220,14 @@ pub async fn device_login(server: &str, show: impl FnOnce(&Prompt)) -> Result<Cr
         .await
         .map_err(|e| token_error(e, &discovery.token_endpoint))?;
     // The normalised server: what the tokens are for (see Credentials::server_for).
-    credentials_from(&token, &server, &settings.issuer, &settings.client_id, None)
+    credentials_from(
+        &token,
+        &server,
+        &settings.issuer,
+        &settings.client_id,
+        None,
+        ca,
+    )
 }
 
 /// New tokens from the refresh token, without the user.
@@ -228,7 +236,7 @@ pub async fn refresh(credentials: &Credentials) -> Result<Credentials> {
         .refresh_token
         .clone()
         .ok_or_else(|| CliError::LoginExpired("no refresh token was issued".into()))?;
-    let http = http();
+    let http = http(credentials.certificate_authority.as_ref());
     let discovery = discover(&http, &credentials.issuer).await?;
     let client: OidcClient<EndpointNotSet> =
         oauth2::Client::new(ClientId::new(credentials.client_id.clone()))
@@ -245,6 +253,7 @@ pub async fn refresh(credentials: &Credentials) -> Result<Credentials> {
         &credentials.issuer,
         &credentials.client_id,
         Some(refresh_token),
+        credentials.certificate_authority.clone(),
     )
 }
 
@@ -264,7 +273,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_plain_http_server_gets_no_login_request() {
-        let e = device_login("http://kubespaces.invalid", |_| {})
+        let e = device_login("http://kubespaces.invalid", None, |_| {})
             .await
             .unwrap_err();
         assert_eq!(
@@ -284,6 +293,7 @@ mod tests {
             client_id: "kubespaces".into(),
             id_token: "t".into(),
             refresh_token: Some("refresh".into()),
+            certificate_authority: None,
         };
         let e = refresh(&credentials).await.unwrap_err();
         assert_eq!(

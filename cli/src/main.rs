@@ -15,6 +15,7 @@ use kubespaces_cli::{
     origin::{self, Endpoint},
     output::{self, Format},
     private_file,
+    trust::CertificateAuthority,
 };
 
 #[derive(Parser)]
@@ -24,6 +25,10 @@ struct Cli {
     /// addresses; your login's token is only ever sent to the server you logged in to.
     #[arg(long, global = true, env = "KUBESPACES_SERVER", value_parser = parse_server)]
     server: Option<String>,
+    /// CA certificate(s), PEM, to trust for the server and the OIDC issuer besides the built-in
+    /// roots (a private CA). Recorded with the login: later commands need it no more.
+    #[arg(long, global = true, env = "KUBESPACES_CERTIFICATE_AUTHORITY", value_name = "FILE", value_parser = CertificateAuthority::from_flag)]
+    certificate_authority: Option<CertificateAuthority>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
     output: Format,
@@ -151,13 +156,15 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Login { no_browser } => {
-            let server = match cli.server {
-                Some(server) => server,
-                // Logging in again to the server of the stored login (checked as --server is).
-                None => match credentials::load().map(|c| c.server) {
-                    Ok(stored) if !stored.is_empty() => {
-                        origin::checked(&stored, Endpoint::StoredServer)?
-                    }
+            let (server, ca) = match cli.server {
+                Some(server) => (server, cli.certificate_authority),
+                // Logging in again to the server of the stored login (checked as --server is),
+                // trusting the CA it recorded unless told another.
+                None => match credentials::load() {
+                    Ok(stored) if !stored.server.is_empty() => (
+                        origin::checked(&stored.server, Endpoint::StoredServer)?,
+                        cli.certificate_authority.or(stored.certificate_authority),
+                    ),
                     _ => {
                         return Err(CliError::Other(
                             "which server? use: kubespaces login --server URL".into(),
@@ -165,7 +172,7 @@ async fn run(cli: Cli) -> Result<()> {
                     }
                 },
             };
-            let creds = login::device_login(&server, |prompt| {
+            let creds = login::device_login(&server, ca, |prompt| {
                 let url = prompt
                     .verification_uri_complete
                     .as_deref()
@@ -200,7 +207,8 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Tenant(command) => {
-            let mut session = Session::open(cli.server.as_deref()).await?;
+            let mut session =
+                Session::open(cli.server.as_deref(), cli.certificate_authority).await?;
             tenant(&mut session, command, format).await
         }
     }

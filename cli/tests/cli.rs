@@ -21,7 +21,7 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    oidc::{Dex, Server, confirm_device_code},
+    oidc::{Dex, Server, confirm_device_code_trusting},
     own_share,
     pods::leftovers,
     tenant_cluster::platform_var,
@@ -110,8 +110,18 @@ impl User {
     /// URL and code, the test plays the user's browser on Dex's real pages, and the login
     /// finishes, saying who is logged in.
     async fn device_login(&self, server: &Server, email: &str) {
+        self.device_login_at(&server.url, None, email).await;
+    }
+
+    /// The same at the server `url`, trusting the CA in the PEM file `ca` (given to the CLI
+    /// with --certificate-authority, and trusted by the test's browser).
+    async fn device_login_at(&self, url: &str, ca: Option<&str>, email: &str) {
+        let mut args = vec!["login", "--server", url, "--no-browser"];
+        if let Some(ca) = ca {
+            args.extend(["--certificate-authority", ca]);
+        }
         let mut login = self
-            .command(&["login", "--server", &server.url, "--no-browser"])
+            .command(&args)
             .stderr(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -141,7 +151,7 @@ impl User {
             "URL {url} carries the code {code}"
         );
         // The browser's part, on Dex's real pages.
-        let page = confirm_device_code(&url, email).await;
+        let page = confirm_device_code_trusting(&url, email, ca).await;
         assert!(
             page.contains("Login Successful") || page.contains("successful"),
             "{page}"
@@ -318,6 +328,77 @@ users:
   user:
     token: my-own-token
 ";
+
+/// The chart's server at its door: https://kubespaces.<domain>, through the cluster's Gateway with
+/// a certificate of the cluster's CA, its issuer Dex on the node's link (dex.sh node). A user
+/// logs in there trusting that CA with --certificate-authority, nothing added to the machine's
+/// trust store; the login records the CA, so later commands and refreshes trust it without the
+/// flag. Without it, the CLI refuses the door's certificate and sends nothing.
+#[tokio::test]
+async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
+    let _env = Env::get();
+    let door = format!("https://kubespaces.{}", platform_var("KUBESPACES_DOMAIN"));
+    let ca = platform_var("KUBESPACES_NODE_OIDC_CA_FILE");
+    let issuer = platform_var("KUBESPACES_NODE_OIDC_ISSUER");
+    // The door answers once its route is programmed and its name resolves (hosts-sync.py).
+    let door_client = reqwest::Client::builder()
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).expect("a PEM CA"),
+        )
+        .build()
+        .unwrap();
+    let well_known: Value = wait_for(
+        "the chart's server at its door",
+        Duration::from_secs(120),
+        || async {
+            let response = door_client
+                .get(format!("{door}/.well-known/kubespaces"))
+                .send()
+                .await
+                .ok()?;
+            response.status().is_success().then_some(())?;
+            response.json().await.ok()
+        },
+    )
+    .await;
+    assert_eq!(well_known["issuer"], json!(issuer), "{well_known}");
+
+    // Without the CA: the door's certificate is not trusted, and nothing is stored.
+    let stranger = User::new();
+    stranger
+        .fails(
+            &["login", "--server", &door, "--no-browser"],
+            4,
+            "certificate",
+        )
+        .await;
+    assert!(!stranger.credentials().exists());
+
+    let alice = User::new();
+    alice
+        .device_login_at(&door, Some(&ca), "alice@example.com")
+        .await;
+    let stored = alice.stored();
+    assert_eq!(stored["server"], json!(door));
+    assert_eq!(
+        stored["certificateAuthority"],
+        json!(std::fs::read_to_string(&ca).unwrap()),
+        "the login records the CA it trusted"
+    );
+    // Later commands need no flag: the server in the cluster verified the token with its
+    // issuer's keys (fetched through the node's guard, trusting the CA the chart gave it).
+    assert!(alice.ok(&["tenant", "list"]).await.starts_with("NAME"));
+    alice
+        .fails(&["tenant", "get", "door-nothing-here"], 5, "not found")
+        .await;
+    // A token the server refuses is refreshed at the issuer, which only the recorded CA lets
+    // the CLI trust, and the command goes through.
+    let mut forged = alice.stored();
+    forged["idToken"] = unsigned_login(&door, &issuer)["idToken"].clone();
+    alice.store(&forged);
+    assert!(alice.ok(&["tenant", "list"]).await.starts_with("NAME"));
+    assert_ne!(alice.stored()["idToken"], forged["idToken"], "refreshed");
+}
 
 fn lines_in_order(haystack: &str, needles: &str) -> bool {
     let mut rest = haystack.lines();

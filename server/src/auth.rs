@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Mutex, RwLock};
 use tracing::{debug, info, warn};
 
+use crate::issuer_roots::IssuerRoots;
+
 /// Asymmetric algorithms only: an HMAC algorithm would let anyone holding the issuer's public
 /// key sign tokens, and `none` is not an algorithm.
 pub const ALLOWED_ALGORITHMS: [Algorithm; 8] = [
@@ -160,6 +162,8 @@ pub struct Verifier {
     keys: RwLock<Keys>,
     /// When the JWKS was last fetched (or tried): the rate limit of refetches.
     last_fetch: Mutex<Option<Instant>>,
+    /// The roots `http` trusts beyond the built-in ones, for the portal's client too.
+    roots: IssuerRoots,
 }
 
 impl Verifier {
@@ -170,8 +174,7 @@ impl Verifier {
         leeway: Duration,
         min_refresh: Duration,
     ) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
+        let http = Self::client_with(&IssuerRoots::default())
             .build()
             .unwrap_or_default();
         Verifier {
@@ -188,7 +191,24 @@ impl Verifier {
                 published: serde_json::json!({ "keys": [] }),
             }),
             last_fetch: Mutex::new(None),
+            roots: IssuerRoots::default(),
         }
+    }
+
+    /// The same verifier, trusting `roots` for the issuer too (`--oidc-ca-file`).
+    pub fn trusting(mut self, roots: IssuerRoots) -> Result<Self, reqwest::Error> {
+        self.http = Self::client_with(&roots).build()?;
+        self.roots = roots;
+        Ok(self)
+    }
+
+    /// A client for requests to the issuer: its roots, 10 s per request.
+    pub fn issuer_client(&self) -> reqwest::ClientBuilder {
+        Self::client_with(&self.roots)
+    }
+
+    fn client_with(roots: &IssuerRoots) -> reqwest::ClientBuilder {
+        roots.apply(reqwest::Client::builder().timeout(Duration::from_secs(10)))
     }
 
     pub fn issuer(&self) -> &str {

@@ -37,6 +37,11 @@ pub struct Config {
     )]
     pub oidc_scopes: Vec<String>,
 
+    /// CA certificates (PEM) to trust for the issuer besides the built-in web roots: for an
+    /// issuer whose certificate a private CA signed.
+    #[arg(long, env = "KUBESPACES_OIDC_CA_FILE")]
+    pub oidc_ca_file: Option<PathBuf>,
+
     /// Members of this group (the `groups` claim) see and manage every tenant.
     #[arg(long, env = "KUBESPACES_ADMIN_GROUP")]
     pub admin_group: Option<String>,

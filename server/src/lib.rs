@@ -32,6 +32,7 @@ pub mod caller;
 pub mod config;
 pub mod error;
 pub mod headers;
+pub mod issuer_roots;
 pub mod max_quantity;
 pub mod metrics;
 pub mod middleware;

@@ -5,14 +5,16 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use kubespaces_server::{
-    app::app, auth::Verifier, config::Config, portal::seal::Sealer, public_url::PublicUrl,
-    state::AppState, store::Tenants,
+    app::app, auth::Verifier, config::Config, issuer_roots::IssuerRoots, portal::seal::Sealer,
+    public_url::PublicUrl, state::AppState, store::Tenants,
 };
 use tracing::{info, warn};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
+        // Colours only for a terminal: a pod's log (kubectl logs, a collector) gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
                 tracing_subscriber::EnvFilter::new("info,kube_client=warn,kube_runtime=warn")
@@ -31,13 +33,17 @@ async fn main() -> anyhow::Result<()> {
     let client = kube::Client::try_default()
         .await
         .context("no Kubernetes configuration (KUBECONFIG or the in-cluster ServiceAccount)")?;
-    let verifier = Arc::new(Verifier::new(
-        &config.oidc_issuer,
-        &config.oidc_client_id,
-        config.admin_group.clone(),
-        Duration::from_secs(config.oidc_leeway_secs),
-        Duration::from_secs(config.jwks_min_refresh_secs),
-    ));
+    let verifier = Arc::new(
+        Verifier::new(
+            &config.oidc_issuer,
+            &config.oidc_client_id,
+            config.admin_group.clone(),
+            Duration::from_secs(config.oidc_leeway_secs),
+            Duration::from_secs(config.jwks_min_refresh_secs),
+        )
+        .trusting(IssuerRoots::for_flag(config.oidc_ca_file.as_deref())?)
+        .context("cannot make an HTTP client for the issuer")?,
+    );
     // The issuer may start after us: without its keys every token is refused until a request
     // triggers the (rate-limited) refetch.
     if let Err(e) = verifier.refresh().await {

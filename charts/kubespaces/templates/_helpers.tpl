@@ -15,6 +15,34 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end }}
 
+{{/* The server pods' labels, which its Deployment, PDB and Service select. */}}
+{{- define "kubespaces.serverSelector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: server
+{{- end }}
+
+{{- define "kubespaces.serverName" -}}
+{{- printf "%s-server" .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The server's public name: server.host, or kubespaces.<tenants.baseDomain>. */}}
+{{- define "kubespaces.serverHost" -}}
+{{- .Values.server.host | default (printf "kubespaces.%s" .Values.tenants.baseDomain) }}
+{{- end }}
+
+{{/* The server's public URL (the port only when it is not 443). */}}
+{{- define "kubespaces.serverUrl" -}}
+{{- $port := int .Values.server.gateway.port }}
+{{- if eq $port 443 }}https://{{ include "kubespaces.serverHost" . }}
+{{- else }}https://{{ include "kubespaces.serverHost" . }}:{{ $port }}
+{{- end }}
+{{- end }}
+
+{{- define "kubespaces.serverSessionKeys" -}}
+{{- .Values.server.sessionKeys.existingSecret | default (printf "%s-session-keys" (include "kubespaces.serverName" .)) }}
+{{- end }}
+
 {{- define "kubespaces.operatorName" -}}
 {{- printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- end }}

@@ -5,7 +5,7 @@
 //! the keys again on key rotation), so the server asks the issuer for each only once; the
 //! redirect URI is the configured public URL's, never one built from the request.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use openidconnect::{
     AuthorizationCode, ClaimsVerificationError, ClientId, CsrfToken, EndpointMaybeSet,
@@ -104,7 +104,8 @@ pub struct Oidc {
     redirect_uri: String,
     /// Built from the discovery document at the first login that finds it.
     discovered: tokio::sync::OnceCell<Discovered>,
-    /// The portal's own client: no redirects followed (the crate's advice against SSRF), 10 s.
+    /// The portal's own client: no redirects followed (the crate's advice against SSRF), 10 s,
+    /// the verifier's roots.
     http: reqwest::Client,
 }
 
@@ -116,16 +117,16 @@ impl Oidc {
         redirect_uri: String,
     ) -> Oidc {
         Oidc {
-            verifier,
             client_id: ClientId::new(client_id.to_owned()),
             scopes: scopes.iter().cloned().map(Scope::new).collect(),
             redirect_uri,
             discovered: tokio::sync::OnceCell::new(),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
+            http: verifier
+                .issuer_client()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap_or_default(),
+            verifier,
         }
     }
 
