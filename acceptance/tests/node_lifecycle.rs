@@ -6,6 +6,7 @@
 use std::{
     path::{Path, PathBuf},
     process::Command,
+    time::{Duration, Instant},
 };
 
 use kubespaces_acceptance::Env;
@@ -135,7 +136,17 @@ fn a_second_cluster_comes_up_three_times_beside_the_test_cluster_and_leaves_noth
         );
 
         run("cluster-down.sh", &[state_arg]);
-        let after = snapshot();
+        // Polled until it settles: a process cluster-down killed may still be ending, and a pod
+        // of the test cluster may be caught between its start and its cgroup (a CI run saw one
+        // `/pause` so). A leftover is what is still there 15 s on.
+        let settled = Instant::now() + Duration::from_secs(15);
+        let after = loop {
+            let after = snapshot();
+            if after == before || Instant::now() > settled {
+                break after;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
         assert!(
             before == after,
             "round {round}: the stopped peer cluster left this on the machine (- before, + after):\n{}",

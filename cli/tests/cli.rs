@@ -374,11 +374,12 @@ async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
         .await;
     assert!(!stranger.credentials().exists());
 
-    let alice = User::new();
-    alice
-        .device_login_at(&door, Some(&ca), "alice@example.com")
+    // bob: on this Dex the portal's door test (acceptance/tests/server.rs) logs alice in, and Dex
+    // keeps one refresh token per user and client: her login there would revoke this one's.
+    let bob = User::new();
+    bob.device_login_at(&door, Some(&ca), "bob@example.com")
         .await;
-    let stored = alice.stored();
+    let stored = bob.stored();
     assert_eq!(stored["server"], json!(door));
     assert_eq!(
         stored["certificateAuthority"],
@@ -387,17 +388,16 @@ async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
     );
     // Later commands need no flag: the server in the cluster verified the token with its
     // issuer's keys (fetched through the node's guard, trusting the CA the chart gave it).
-    assert!(alice.ok(&["tenant", "list"]).await.starts_with("NAME"));
-    alice
-        .fails(&["tenant", "get", "door-nothing-here"], 5, "not found")
+    assert!(bob.ok(&["tenant", "list"]).await.starts_with("NAME"));
+    bob.fails(&["tenant", "get", "door-nothing-here"], 5, "not found")
         .await;
     // A token the server refuses is refreshed at the issuer, which only the recorded CA lets
     // the CLI trust, and the command goes through.
-    let mut forged = alice.stored();
+    let mut forged = bob.stored();
     forged["idToken"] = unsigned_login(&door, &issuer)["idToken"].clone();
-    alice.store(&forged);
-    assert!(alice.ok(&["tenant", "list"]).await.starts_with("NAME"));
-    assert_ne!(alice.stored()["idToken"], forged["idToken"], "refreshed");
+    bob.store(&forged);
+    assert!(bob.ok(&["tenant", "list"]).await.starts_with("NAME"));
+    assert_ne!(bob.stored()["idToken"], forged["idToken"], "refreshed");
 }
 
 fn lines_in_order(haystack: &str, needles: &str) -> bool {
