@@ -107,6 +107,18 @@ uninstall() {
   helm_ uninstall "$RELEASE" -n "$NS" --wait --ignore-not-found >/dev/null
   # Helm leaves CRDs; `core init` installed them, so they are Crossplane's own groups.
   crds=$($K get crd -o name | grep -E '\.crossplane\.io$' || true)
+  # With Crossplane gone nothing removes its finalizers from what is left of its kinds (a
+  # FunctionRevision, the package Lock: a CI run under load left both when the Function's
+  # deletion outlasted Crossplane), and they would hold the CRDs' deletion forever.
+  local crd ns name
+  for crd in $crds; do
+    $K get "${crd#*/}" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{"\n"}{end}' 2>/dev/null \
+      | while read -r ns name; do
+          [ -n "$name" ] || { name=$ns; ns=; }
+          [ -n "$name" ] || continue
+          $K patch "${crd#*/}" "$name" ${ns:+-n "$ns"} --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+        done
+  done
   # shellcheck disable=SC2086
   # (kubectl's --timeout does not bound the wait for a CRD's finalizer: timeout does.)
   [ -z "$crds" ] || timeout 180 $K delete --wait=true $crds >/dev/null \
