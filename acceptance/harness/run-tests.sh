@@ -260,7 +260,8 @@ phase "tests alone: API server outage, shared leader killed"
 # id), and the CPU the other tests leave idle is theirs. The terraform pass runs one test at a
 # time, the OpenTofu pass two. Measured cold (2026-12-06): with one, lanes 1210 s and 254 s of
 # OpenTofu after them; with the terraform pass at two, lanes 1329 s and still 272 s after them,
-# since OpenTofu (a late tool) is built only then. Their output is printed after the other tests'.
+# since OpenTofu (a late tool) was then built last (it is built before Crossplane since). Their
+# output is printed after the other tests'.
 TEST_LOGS+=("$STATE/logs/provider-terraform.log" "$STATE/logs/provider-tofu.log")
 step "provider acceptance tests with terraform, then OpenTofu, beside the other tests (logs/provider-*.log)"
 setsid bash -c '
