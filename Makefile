@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server tools
+.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ down: ## stop what `make up` started
 
 test: ## fmt, clippy, then every test against a fresh local cluster in .kubespaces/test
 	@$(H)/run-tests.sh
+
+dist: ## the chart, every image as an OCI archive, the CLI and the provider, SHA256SUMS, in dist/ (DIST=dir)
+	@$(H)/dist.sh $(DIST)
 
 bench: ## operator benchmark on a fresh kwok-node cluster in .kubespaces/bench (BENCH_ARGS=...)
 	@$(H)/run-bench.sh $(BENCH_ARGS)

@@ -35,14 +35,16 @@
 #                  function it dials (tests/crossplane.rs)
 #   dex            Dex (acceptance/tools/dex), the OIDC provider the server and the CLI log in
 #                  against (acceptance/harness/dex.sh; the server's and the CLI's tests)
+#   ociarchive     acceptance/tools/images/ociarchive: the harness's image tarballs as OCI image
+#                  archives, for make dist (dist.sh)
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(kwok tofu tf-kubectl helm health-check crossplane vcluster dex); shift ;;
-    *) echo "usage: build-tools.sh [--with kwok|tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(kwok tofu tf-kubectl helm health-check crossplane vcluster dex ociarchive); shift ;;
+    *) echo "usage: build-tools.sh [--with kwok|tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex|ociarchive]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -321,7 +323,10 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       dir=$(build_cached dex "$DEX_V" "$TOOLS/dex" "-s -w -X main.version=v2.45.1" \
         github.com/dexidp/dex/cmd/dex)
       ln -sfn "$dir/dex" "$BIN/dex" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster, dex)" >&2; exit 2 ;;
+    ociarchive)
+      dir=$(build_cached ociarchive "$GGCR_V" "$TOOLS/images" "-s -w" ./ociarchive)
+      ln -sfn "$dir/ociarchive" "$BIN/ociarchive" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster, dex, ociarchive)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"

@@ -5,7 +5,9 @@
 #   chart.sh check
 #       helm lint --strict; helm template renders every manifest the operator generates
 #       (operator/manifests/*.yaml, reached through the chart's symlinks: one source); every
-#       operator setting (KUBESPACES_* of its flags) is set by the Deployment; helm package carries
+#       operator setting (KUBESPACES_* of its flags) is set by the Deployment; both Deployments'
+#       replicas prefer different nodes and spread over zones by default; with `registry` set,
+#       every image (the tenants' vCluster images too) comes from it; helm package carries
 #       the manifests' content; values.schema.json refuses bad values with a message naming them.
 #       Needs no cluster.
 #   chart.sh install STATE_DIR [helm args]
@@ -13,10 +15,11 @@
 #       build it first; KUBESPACES_OPERATOR_BINARY names another build: make test's is the debug
 #       build its tests run), imports it into the node of the cluster in STATE_DIR (images.sh operator),
 #       then `helm upgrade --install kubespaces charts/kubespaces -n kubespaces-system
-#       --create-namespace --wait` with that image, and waits until every replica is Ready. On a
-#       cluster with the platform Gateway (KUBESPACES_API_GATEWAY in its operator.env) every Tenant
-#       gets a vCluster: the vCluster images are imported and the chart gets the Gateway, the
-#       domain, the StorageClass and manifests/vcluster/values-local.yaml; elsewhere
+#       --create-namespace --wait` with registry=localhost and that image's tag, and waits until
+#       every replica is Ready. On a cluster with the platform Gateway (KUBESPACES_API_GATEWAY in
+#       its operator.env) every Tenant gets a vCluster: the vCluster images are imported (the
+#       chart's tenantImages must name them) and the chart gets the Gateway, the domain, the
+#       StorageClass and manifests/vcluster/values-local.yaml (not its -images.yaml); elsewhere
 #       controlPlane.kind=none. Where the cluster's Dex answers pods (dex.sh start STATE_DIR node)
 #       and cert-manager issues, the server too: its image from the release binary
 #       (KUBESPACES_SERVER_BINARY names another build; images.sh server), that Dex as its issuer
@@ -113,6 +116,34 @@ check() {
   unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' "$REPO_ROOT/server/src" | cut -d'"' -f2 | sort -u \
           | while read -r var; do grep -q -- "- name: $var\$" <<<"$settings" || echo "$var"; done)
   [ -z "$unset" ] || die "server settings the chart does not set: $(echo "$unset" | tr '\n' ' ')(add a value under server, its schema and the env entry in templates/server-deployment.yaml)"
+  # Placement: by default each Deployment's replicas prefer different nodes and spread over zones
+  # without ever staying Pending for it; a value of its own replaces the spread.
+  local dep values spread
+  for dep in deployment:operator server-deployment:server; do
+    values=${dep#*:}; [ "$values" = operator ] && values="" || values="$values."; dep=${dep%:*}
+    spread=$(helm_ template "$RELEASE" "$CHART" --show-only "templates/$dep.yaml" "${oidc[@]}")
+    for expect in 'topologyKey: kubernetes.io/hostname' 'topologyKey: topology.kubernetes.io/zone' \
+                  'whenUnsatisfiable: ScheduleAnyway' 'matchLabelKeys: [pod-template-hash]'; do
+      grep -qF -- "$expect" <<<"$spread" || die "templates/$dep.yaml: no '$expect' by default"
+    done
+    spread=$(helm_ template "$RELEASE" "$CHART" --show-only "templates/$dep.yaml" "${oidc[@]}" \
+             --set "${values}topologySpreadConstraints[0].maxSkew=2" \
+             --set-string "${values}topologySpreadConstraints[0].topologyKey=example.com/rack" \
+             --set-string "${values}topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule")
+    { grep -qF 'topologyKey: example.com/rack' <<<"$spread" && ! grep -qF 'topology.kubernetes.io/zone' <<<"$spread"; } \
+      || die "templates/$dep.yaml: ${values}topologySpreadConstraints does not replace the default spread"
+  done
+  # registry: every image of the platform and of its tenants' vClusters comes from it, none from
+  # where the defaults name (ghcr.io, localhost).
+  local reg=registry.example.com:5000/platform images
+  out=$(helm_ template "$RELEASE" "$CHART" "${oidc[@]}" --set-string registry="$reg/")
+  images=$(grep -oE '(image|registry|repository): .*' <<<"$out" | tr -d '"' | sort -u)
+  for expect in "image: $reg/kubespaces/operator:" "image: $reg/kubespaces/server:" \
+                "image: $reg/kubespaces/coredns:" "registry: $reg" "repository: kubespaces/vcluster" \
+                "repository: kubespaces/kubernetes"; do
+    grep -qF -- "$expect" <<<"$images" || die "with registry=$reg/, nothing rendered '$expect': $images"
+  done
+  ! grep -E 'ghcr.io|localhost' <<<"$images" || die "with registry=$reg/, images still come from elsewhere"
   # helm package follows the symlinks: the archive holds the CRD's content, not a link.
   local pkg
   pkg=$(mktemp -d)
@@ -123,14 +154,15 @@ check() {
   rm -rf "$pkg"
   # The schema: a wrong value is refused, and the message names it.
   for bad in tenants.podSecurity.level=strict operator.concurrency=0 tenants.egress.except[0]=10.0.0.1/8x \
-             server.limits.createRate=10/day server.replicaCount=0; do
+             server.limits.createRate=10/day server.replicaCount=0 registry=https://registry.example.com \
+             tenantImages.vcluster=kubespaces/vcluster; do
     expect="/${bad%%=*}"; expect=${expect//./\/}; expect=${expect//\[/\/}; expect=${expect//\]/}
     if out=$(helm_ template "$RELEASE" "$CHART" "${oidc[@]}" --set "$bad" 2>&1); then
       die "the values schema accepted $bad"
     fi
     grep -qF "'$expect'" <<<"$out" || die "refusing $bad, helm did not name $expect: $out"
   done
-  log "chart checked: lint clean, every generated manifest rendered, every operator setting set, package complete, schema refuses bad values"
+  log "chart checked: lint clean, every generated manifest rendered, every operator setting set, replicas spread, images from the registry, package complete, schema refuses bad values"
 }
 
 install() {
@@ -146,7 +178,14 @@ install() {
   local maxima=(--set-string tenants.maxima.cpu=64 --set-string tenants.maxima.memory=256Gi
                 --set-string tenants.maxima.storage=1Ti)
   if [ -n "${KUBESPACES_API_GATEWAY:-}" ] && [ -f "$VCLUSTER_VALUES" ]; then
-    KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" vcluster "$STATE" >/dev/null
+    # The images come from the chart's tenantImages under registry=localhost (below), not from
+    # values-local-images.yaml: each must name what images.sh imported.
+    local built name tag
+    built=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" vcluster "$STATE")
+    while read -r name tag _; do
+      grep -qE "^  $name: kubespaces/$name:$tag\$" "$CHART/values.yaml" \
+        || die "charts/kubespaces/values.yaml: tenantImages.$name is not kubespaces/$name:$tag, the image the harness builds (images.sh vcluster)"
+    done <<<"$built"
     { printf 'controlPlane:\n  vcluster:\n    values:\n'; sed 's/^/      /' "$VCLUSTER_VALUES"; } >"$STATE/chart-vcluster-values.yaml"
     cp=(--set-string controlPlane.kind=vcluster
         --set-string tenants.baseDomain="$KUBESPACES_DOMAIN"
@@ -167,8 +206,8 @@ install() {
     local sv=${KUBESPACES_SERVER_BINARY:-$REPO_ROOT/target/release/kubespaces-server} server_image
     [ -x "$sv" ] || die "$sv not found: cargo build --release -p kubespaces-server"
     server_image=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" server "$STATE" "$sv")
-    server=(--set-string server.image.repository="${server_image%:*}"
-            --set-string server.image.tag="${server_image##*:}"
+    [ "${server_image%:*}" = localhost/kubespaces/server ] || die "images.sh server named $server_image, not localhost/kubespaces/server:<tag>"
+    server=(--set-string server.image.tag="${server_image##*:}"
             --set-string server.oidc.issuer="$KUBESPACES_NODE_OIDC_ISSUER"
             --set-string server.oidc.clientId=kubespaces
             --set-string server.oidc.adminGroup=kubespaces-admins
@@ -176,9 +215,12 @@ install() {
             --set-string server.gateway.className="$KUBESPACES_APPS_GATEWAY_CLASS"
             --set-string server.gateway.clusterIssuer="$KUBESPACES_APPS_CLUSTER_ISSUER")
   fi
+  # Every image from registry=localhost, as a platform team's come from theirs: the operator's
+  # and the server's (their content tags), and every tenant's vCluster's (tenantImages).
+  [ "${image%:*}" = localhost/kubespaces/operator ] || die "images.sh operator named $image, not localhost/kubespaces/operator:<tag>"
   log "helm upgrade --install $RELEASE charts/kubespaces -n $NAMESPACE (image $image) ${maxima[*]} ${cp[*]} ${server[*]} $*"
   if ! helm_ upgrade --install "$RELEASE" "$CHART" -n "$NAMESPACE" --create-namespace \
-       --set-string image.repository="${image%:*}" --set-string image.tag="${image##*:}" \
+       --set-string registry=localhost --set-string image.tag="${image##*:}" \
        "${maxima[@]}" "${cp[@]}" "${server[@]}" --wait --timeout 180s "$@" >/dev/null; then
     "$K" -n "$NAMESPACE" get pods -o wide >&3 || true
     "$K" -n "$NAMESPACE" describe pods -l "$SELECTOR" | tail -n 40 >&3 || true

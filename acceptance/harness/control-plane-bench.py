@@ -68,8 +68,12 @@ def merge(base, over):
 # --- values ---------------------------------------------------------------------------------
 
 def platform_values():
-    with open(ARGS.values) as f:
-        return yaml.safe_load(f)
+    """values-local.yaml with its images (values-local-images.yaml) laid over it."""
+    values = {}
+    for path in ARGS.values:
+        with open(path) as f:
+            values = merge(values, yaml.safe_load(f))
+    return values
 
 
 def tenant_values(tenant):
@@ -597,7 +601,8 @@ def main():
     ARGS.operator = os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "kubespaces-operator")
     if not os.access(ARGS.operator, os.X_OK):
         die(f"{ARGS.operator} missing: the bench builds it (cargo build --release -p kubespaces-operator)")
-    ARGS.values = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifests", "vcluster", "values-local.yaml")
+    ARGS.values = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifests", "vcluster", f)
+                   for f in ("values-local.yaml", "values-local-images.yaml")]
     res = {"chart": os.path.basename(ARGS.chart), "loadavg": [os.getloadavg()[0]], "rounds": []}
     sampler = OperatorSampler()
     if not ARGS.skip_memory:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# images.sh build|import STATE_DIR|operator|server STATE_DIR BINARY|vcluster|crossplane STATE_DIR — the node's
+# images.sh build|import STATE_DIR|operator|server STATE_DIR BINARY|vcluster|crossplane STATE_DIR|dist OPERATOR SERVER — the node's
 # container images, without a registry.
 #
 # build: writes each image as a docker-archive tarball with mkimage (acceptance/tools/images) from
@@ -21,6 +21,9 @@
 #   the binary and its libraries alone.
 # vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
 #   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
+# dist: builds (or looks up) the images of the platform and its tenants, from the operator and
+#   server binaries given (OPERATOR SERVER) and the vCluster's, and prints their lines as build
+#   does, importing nothing: operator, server, vcluster, kubernetes, coredns (dist.sh).
 # crossplane: builds and imports Crossplane's image and the package of the composition function
 #   docs/crossplane.md uses (binaries and upstream files: build-tools.sh --with crossplane), for
 #   crossplane.sh. The package is built by xp-package and also written as the entry of
@@ -54,7 +57,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=images
 
-USAGE="usage: $0 build | import STATE_DIR | operator|server STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR"
+USAGE="usage: $0 build | import STATE_DIR | operator|server STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR | dist OPERATOR SERVER"
 [ $# -ge 1 ] || die "$USAGE"
 BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh")}
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
@@ -345,6 +348,18 @@ case $1 in
            grep -v "^$old " "$record" >"$record.tmp" || true; mv "$record.tmp" "$record" ;; esac
     done
     echo "$ref"
+    ;;
+  dist)
+    # Built only, never imported: the lines of every image a platform and its tenants run.
+    [ $# -eq 3 ] || die "$USAGE"
+    for b in vcluster kine; do
+      [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with vcluster"
+    done
+    shopt -s inherit_errexit
+    lines=$(build_program operator "$2"; build_program server "$3"; build_vcluster
+            build_image coredns "v$COREDNS_V" '["/coredns"]' -)
+    [ "$(grep -c . <<<"$lines")" -eq 5 ] || die "building the platform's images gave no images"
+    echo "$lines"
     ;;
   *) die "$USAGE" ;;
 esac

@@ -18,7 +18,8 @@
 #      clippy -D warnings (its own target dir, target/clippy) and the tools only some tests use
 #      (health-check, Crossplane, OpenTofu; their tests wait for them)
 #   6. alone: the tests that take the shared cluster down in part (the API server's outage, the
-#      shared operator's leader killed); #[ignore]d in a plain cargo test, run with --ignored
+#      shared operator's leader killed, the release uninstalled and installed again: docs/install.md);
+#      #[ignore]d in a plain cargo test, run with --ignored
 #   7. the other tests (cargo test --workspace) with the cluster's env and KUBESPACES_ACCEPTANCE=1,
 #      in two lanes at once, and beside them the provider's acceptance tests, once with terraform
 #      and once with OpenTofu
@@ -249,10 +250,11 @@ cargo_tests() {
   cargo test "$@" 2>&1 | tee "$log"
 }
 
-step "alone: the tests that take part of the shared cluster down (API server outage, leader killed)"
+step "alone: the tests that take part of the shared cluster down (API server outage, leader killed, uninstall and reinstall)"
 # Nothing else runs meanwhile: a test beside them would see the outage as its own failure.
-cargo_tests alone.log --workspace --test api_outage --test chart -- --ignored || status=$?
-phase "tests alone: API server outage, shared leader killed"
+ALONE=(api_outage chart install)
+cargo_tests alone.log --workspace "${ALONE[@]/#/--test=}" -- --ignored || status=$?
+phase "tests alone: API server outage, shared leader killed, uninstall and reinstall"
 
 # The provider's acceptance tests drive the real terraform binary against this cluster and its
 # operator (they are #[ignore]d in a plain `cargo test`, which has no cluster), then OpenTofu.
@@ -301,7 +303,6 @@ LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election obs
   operator_restart real_node gateway)
 LANE_A_LATE=(crossplane)
 LANE_B_LATE=(health)
-ALONE=(api_outage chart)
 mapfile -t LANE_B < <(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 taken = set(sys.argv[1:])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # vcluster-smoke.sh STATE_DIR [RELEASE [helm args...]] — installs the pinned vCluster chart
 # (charts/vcluster) into the cluster in STATE_DIR (it needs a real node) with
-# manifests/vcluster/values-local.yaml, and proves that the vCluster works:
+# manifests/vcluster/values-local.yaml and values-local-images.yaml, and proves that the vCluster works:
 #   1. the images (images.sh vcluster) are imported, then `helm install` runs;
 #   2. the Secret vc-RELEASE appears (the time from install is printed), the PVC is Bound;
 #   3. that Secret's kubeconfig works from a pod of the host cluster as exported (Service DNS name);
@@ -37,6 +37,7 @@ for b in helm vcluster kine; do
 done
 CHART=$(ls "$REPO_ROOT"/charts/vcluster/vcluster-*.tgz)
 VALUES="$HARNESS_DIR/manifests/vcluster/values-local.yaml"
+IMAGES="$HARNESS_DIR/manifests/vcluster/values-local-images.yaml"
 now() { date +%s.%N; }
 since() { python3 -c "print(f'{$(now) - $1:.1f}')"; }
 
@@ -57,7 +58,7 @@ cleanup() {
 trap cleanup EXIT
 log "helm install $REL $(basename "$CHART") -n $NS $*"
 t0=$(now)
-"$BIN/helm" install "$REL" "$CHART" -n "$NS" --create-namespace -f "$VALUES" \
+"$BIN/helm" install "$REL" "$CHART" -n "$NS" --create-namespace -f "$VALUES" -f "$IMAGES" \
   --set "exportKubeConfig.server=https://$REL.$NS.svc:443" \
   --set "controlPlane.proxy.extraSANs={$REL.$NS.svc,$REL.$NS.svc.cluster.local}" "$@" >&2
 secret() { "$K" -n "$NS" get secret "vc-$REL" -o jsonpath='{.data.config}' | grep -q .; }

@@ -14,11 +14,16 @@ use crate::{Env, tenant_cluster::platform_var};
 /// the local platform values and `extra_values` files laid over them.
 pub fn vcluster_flags(digest: &str, extra_values: &[&Path]) -> Vec<String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut values = vec![
-        repo.join("acceptance/harness/manifests/vcluster/values-local.yaml")
-            .display()
-            .to_string(),
-    ];
+    // The local images too: the chart's operator gets those from its `registry` value instead.
+    let mut values: Vec<String> = ["values-local.yaml", "values-local-images.yaml"]
+        .iter()
+        .map(|f| {
+            repo.join("acceptance/harness/manifests/vcluster")
+                .join(f)
+                .display()
+                .to_string()
+        })
+        .collect();
     values.extend(extra_values.iter().map(|p| p.display().to_string()));
     vec![
         "--control-plane=vcluster".into(),

@@ -3,6 +3,7 @@
 //! Kubernetes client, and wait for what the operator does.
 
 pub mod control_planes;
+pub mod doc_console;
 pub mod figures;
 pub mod hostile;
 pub mod lease;

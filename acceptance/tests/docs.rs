@@ -2,16 +2,8 @@
 //!
 //! **Runnable blocks.** Every fenced ` ```console ` block of the [`PAGES`] is a shell session that is
 //! run, in order, against the cluster of the harness; other blocks (` ```sh `, ` ```yaml `, …) are
-//! not run. In a console block:
-//!
-//! - a line starting `$ ` is a command. A line ending in `\` continues on the next one; a
-//!   here-document (`<<'EOF'` or `<<EOF`) takes the lines up to its terminator.
-//! - the command must exit 0, unless its (last) line ends in the comment `# exit N`: then it must
-//!   exit with N (`kubectl auth can-i` answers no with 1).
-//! - the lines after a command, up to the next command or the end of the block, are its expected
-//!   output (stdout and stderr together). None: the output is not checked. Otherwise every output
-//!   line must match, in order, with runs of whitespace compared as one space (table columns);
-//!   `...` in a line matches any text, and a line that is only `...` matches any number of lines.
+//! not run. Their syntax (commands, continuations, here-documents, `# exit N`, expected output with
+//! `...`) is `kubespaces_acceptance::doc_console`'s.
 //!
 //! Each command runs with `bash -c` in the repository's root, with at most [`COMMAND_TIMEOUT`];
 //! `kubectl` is the cluster's (`KUBESPACES_KUBECTL`, put first on `PATH` under that name) and
@@ -31,11 +23,14 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::Stdio,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use kubespaces_acceptance::{Env, pods};
+use kubespaces_acceptance::{
+    Env,
+    doc_console::{DocCommand, Session, ToolDir, line_matches, output_matches, parse},
+    pods,
+};
 
 const PAGE: &str = "docs/first-tenant.md";
 const APPS_PAGE: &str = "docs/exposing-apps.md";
@@ -60,236 +55,6 @@ fn repo_root() -> PathBuf {
 fn read(relative: &str) -> String {
     let path = repo_root().join(relative);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// One command of a console block.
-#[derive(Debug, PartialEq)]
-struct DocCommand {
-    /// 1-based line of the `$ ` line, and of the block's opening fence.
-    line: usize,
-    block_line: usize,
-    /// What bash runs: the command, its continuation lines and here-document.
-    script: String,
-    /// The exit status it must end with.
-    exit: i32,
-    /// Expected output lines; empty: not checked.
-    expected: Vec<String>,
-}
-
-/// `# exit N` at the end of a command line.
-fn expected_exit(line: &str) -> Option<i32> {
-    let (_, comment) = line.rsplit_once('#')?;
-    comment.trim().strip_prefix("exit")?.trim().parse().ok()
-}
-
-/// The terminator of a here-document started on `line`, if any (`<<EOF`, `<<'EOF'`, `<<-"EOF"`).
-fn heredoc_terminator(line: &str) -> Option<String> {
-    let (_, rest) = line.split_once("<<")?;
-    let rest = rest.strip_prefix('-').unwrap_or(rest).trim_start();
-    let word: String = rest
-        .trim_start_matches(['\'', '"'])
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    (!word.is_empty()).then_some(word)
-}
-
-/// The commands of every ` ```console ` block of `markdown`.
-fn parse(markdown: &str) -> Result<Vec<DocCommand>, String> {
-    let mut commands: Vec<DocCommand> = Vec::new();
-    // (fence, runnable, line of the fence) of the block we are in.
-    let mut block: Option<(String, bool, usize)> = None;
-    let mut in_command = false;
-    let mut lines = markdown.lines().enumerate().map(|(i, l)| (i + 1, l));
-    while let Some((n, line)) = lines.next() {
-        let trimmed = line.trim_start();
-        match &block {
-            None => {
-                if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-                    let fence: String = trimmed
-                        .chars()
-                        .take_while(|c| *c == trimmed.chars().next().unwrap_or('`'))
-                        .collect();
-                    let info = trimmed[fence.len()..].trim();
-                    block = Some((fence, info == "console", n));
-                    in_command = false;
-                }
-                continue;
-            }
-            Some((fence, _, _))
-                if trimmed.starts_with(fence.as_str()) && trimmed.trim() == fence =>
-            {
-                block = None;
-                continue;
-            }
-            Some((_, false, _)) => continue,
-            Some((_, true, block_line)) => {
-                let block_line = *block_line;
-                if let Some(first) = line.strip_prefix("$ ") {
-                    let mut logical = first.to_owned();
-                    while logical.ends_with('\\') {
-                        let (_, next) = lines
-                            .next()
-                            .ok_or(format!("line {n}: the command's last line ends in \\"))?;
-                        logical.push('\n');
-                        logical.push_str(next);
-                    }
-                    let exit =
-                        expected_exit(logical.lines().last().unwrap_or_default()).unwrap_or(0);
-                    let mut script = logical.clone();
-                    if let Some(word) = heredoc_terminator(&logical) {
-                        loop {
-                            let (_, body) = lines.next().ok_or(format!(
-                                "line {n}: the here-document is not closed by {word}"
-                            ))?;
-                            script.push('\n');
-                            script.push_str(body);
-                            if body.trim() == word {
-                                break;
-                            }
-                        }
-                    }
-                    commands.push(DocCommand {
-                        line: n,
-                        block_line,
-                        script,
-                        exit,
-                        expected: Vec::new(),
-                    });
-                    in_command = true;
-                } else if in_command {
-                    if let Some(c) = commands.last_mut() {
-                        c.expected.push(line.to_owned());
-                    }
-                } else {
-                    return Err(format!(
-                        "line {n}: a console block starts with a command (`$ ...`), not {line:?}"
-                    ));
-                }
-            }
-        }
-    }
-    match block {
-        Some((_, _, line)) => Err(format!("line {line}: the block is never closed")),
-        None => Ok(commands),
-    }
-}
-
-fn squeeze(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// One output line against one expected line (`...` matches any text).
-fn line_matches(expected: &str, actual: &str) -> bool {
-    let (expected, actual) = (squeeze(expected), squeeze(actual));
-    let parts: Vec<&str> = expected.split("...").collect();
-    if parts.len() == 1 {
-        return expected == actual;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !actual.starts_with(first) || actual.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &actual[first.len()..];
-    if !rest.ends_with(last) {
-        return false;
-    }
-    rest = &rest[..rest.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
-/// All output lines against the expected ones (a line `...` matches any number of lines).
-fn output_matches(expected: &[String], actual: &[&str]) -> bool {
-    match expected.split_first() {
-        None => actual.is_empty(),
-        Some((e, rest)) if e.trim() == "..." => {
-            (0..=actual.len()).any(|skip| output_matches(rest, &actual[skip..]))
-        }
-        Some((e, rest)) => actual
-            .split_first()
-            .is_some_and(|(a, more)| line_matches(e, a) && output_matches(rest, more)),
-    }
-}
-
-/// A directory holding `kubectl`, a link to the cluster's kubectl, to put first on PATH.
-struct KubectlDir(PathBuf);
-
-impl KubectlDir {
-    /// `tag` tells apart the directories of pages run at once in this process.
-    fn new(kubectl: &str, tag: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("kubespaces-docs-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a directory for kubectl");
-        let target = if kubectl.contains('/') {
-            PathBuf::from(kubectl)
-        } else {
-            // A bare name: whatever PATH finds.
-            let found = std::process::Command::new("bash")
-                .args(["-c", &format!("command -v {kubectl}")])
-                .output()
-                .expect("bash");
-            PathBuf::from(String::from_utf8_lossy(&found.stdout).trim())
-        };
-        std::os::unix::fs::symlink(&target, dir.join("kubectl")).expect("link kubectl");
-        KubectlDir(dir)
-    }
-}
-
-impl Drop for KubectlDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Runs one command; Err says why it failed.
-async fn run(command: &DocCommand, path: &str) -> Result<(), String> {
-    // GNU timeout runs the command in a process group of its own and signals all of it.
-    let script = format!("set -o pipefail\n{{\n{}\n}} 2>&1", command.script);
-    let output = tokio::process::Command::new("timeout")
-        .args(["-k", "5", &COMMAND_TIMEOUT.as_secs().to_string()])
-        .args(["bash", "-c", &script])
-        .current_dir(repo_root())
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| format!("cannot run bash: {e}"))?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    let code = output.status.code().unwrap_or(-1);
-    if code == 124 {
-        return Err(format!(
-            "timed out after {COMMAND_TIMEOUT:?}; output so far:\n{text}"
-        ));
-    }
-    if code != command.exit {
-        return Err(format!(
-            "exited with {code}, not {}; output:\n{text}",
-            command.exit
-        ));
-    }
-    let actual: Vec<&str> = text
-        .strip_suffix('\n')
-        .unwrap_or(&text)
-        .split('\n')
-        .collect();
-    if !command.expected.is_empty() && !output_matches(&command.expected, &actual) {
-        return Err(format!(
-            "printed\n{text}\nwhich does not match what the page shows:\n{}",
-            command.expected.join("\n")
-        ));
-    }
-    Ok(())
 }
 
 #[tokio::test]
@@ -322,29 +87,19 @@ async fn run_page(page: &str, tenant: &str, at_least: usize) {
         "{page} creates {tenant}"
     );
 
-    let kubectl = KubectlDir::new(&env.kubectl, tenant);
-    let path = format!(
-        "{}:{}",
-        kubectl.0.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let tools = ToolDir::new(tenant, &[("kubectl", &env.kubectl)]);
+    let root = repo_root();
+    let session = Session {
+        page,
+        dir: &root,
+        path: tools.path(),
+        timeout: COMMAND_TIMEOUT,
+    };
     pods::delete_tenant(&env, tenant).await;
     let mut failure = None;
     for command in &commands {
-        let started = Instant::now();
-        let result = run(command, &path).await;
-        let first = command.script.lines().next().unwrap_or_default();
-        println!(
-            "{page}:{} $ {first}  [{}, {:.1} s]",
-            command.line,
-            if result.is_ok() { "ok" } else { "FAILED" },
-            started.elapsed().as_secs_f64()
-        );
-        if let Err(why) = result {
-            failure = Some(format!(
-                "{page}:{}: the command of the block at line {}\n  $ {}\n{why}",
-                command.line, command.block_line, command.script
-            ));
+        if let Err(why) = session.step(command).await {
+            failure = Some(why);
             break;
         }
     }

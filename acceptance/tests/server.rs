@@ -1109,9 +1109,9 @@ async fn the_chart_s_server_keeps_a_portal_session_while_its_pods_are_replaced()
     let page = browser.get(format!("{door}/login")).send().await.unwrap();
     let issuer = platform_var("KUBESPACES_NODE_OIDC_ISSUER");
     assert!(page.url().as_str().starts_with(&issuer), "{}", page.url());
-    let done = log_in_on_dex(&browser, page, "alice@example.com").await;
+    let done = log_in_on_dex(&browser, page, "dave@example.com").await;
     assert_eq!(done.status(), 200, "{}", done.url());
-    greets("alice@example.com").await;
+    greets("dave@example.com").await;
 
     let namespace = std::env::var("KUBESPACES_OPERATOR_NAMESPACE")
         .unwrap_or_else(|_| "kubespaces-system".into());
@@ -1155,7 +1155,7 @@ async fn the_chart_s_server_keeps_a_portal_session_while_its_pods_are_replaced()
     )
     .await;
     // The new pods open the session the old ones sealed.
-    greets("alice@example.com").await;
+    greets("dave@example.com").await;
 
     // An upgrade of the release keeps the keys the chart made on install (a new key would end
     // every session at the pods' next restart).
@@ -1196,5 +1196,5 @@ async fn the_chart_s_server_keeps_a_portal_session_while_its_pods_are_replaced()
         String::from_utf8_lossy(&upgrade.stderr)
     );
     assert_eq!(keys(), installed, "the upgrade kept the session keys");
-    greets("alice@example.com").await;
+    greets("dave@example.com").await;
 }

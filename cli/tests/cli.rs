@@ -1,7 +1,9 @@
 //! The `kubespaces` binary against real Dex, the KubeSpaces server (in the test process, as the
 //! chart's ServiceAccount) and the real cluster with the shared operator: the device-flow login
 //! with the test playing the user's browser on Dex's pages, the token file, refresh, logout, the
-//! SPEC walk-through, and the errors with their exit codes.
+//! errors with their exit codes; and at the chart's door (its server in the cluster, at
+//! https://kubespaces.<domain>, Dex on the node's link) a login trusting the local CA and the SPEC
+//! walk-through.
 //!
 //! Needs the harness environment (KUBESPACES_ACCEPTANCE=1, KUBECONFIG, KUBESPACES_OIDC_ISSUER
 //! from acceptance/harness/dex.sh, the chart installed), except the test of where a token may go,
@@ -329,18 +331,12 @@ users:
     token: my-own-token
 ";
 
-/// The chart's server at its door: https://kubespaces.<domain>, through the cluster's Gateway with
-/// a certificate of the cluster's CA, its issuer Dex on the node's link (dex.sh node). A user
-/// logs in there trusting that CA with --certificate-authority, nothing added to the machine's
-/// trust store; the login records the CA, so later commands and refreshes trust it without the
-/// flag. Without it, the CLI refuses the door's certificate and sends nothing.
-#[tokio::test]
-async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
-    let _env = Env::get();
+/// The chart's server at its door, https://kubespaces.<domain>, once it answers (its route
+/// programmed, its name resolved by hosts-sync.py): its URL, the CA file its certificate chains
+/// to, and its /.well-known/kubespaces.
+async fn chart_door() -> (String, String, Value) {
     let door = format!("https://kubespaces.{}", platform_var("KUBESPACES_DOMAIN"));
     let ca = platform_var("KUBESPACES_NODE_OIDC_CA_FILE");
-    let issuer = platform_var("KUBESPACES_NODE_OIDC_ISSUER");
-    // The door answers once its route is programmed and its name resolves (hosts-sync.py).
     let door_client = reqwest::Client::builder()
         .add_root_certificate(
             reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).expect("a PEM CA"),
@@ -361,6 +357,19 @@ async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
         },
     )
     .await;
+    (door, ca, well_known)
+}
+
+/// The chart's server at its door: https://kubespaces.<domain>, through the cluster's Gateway with
+/// a certificate of the cluster's CA, its issuer Dex on the node's link (dex.sh node). A user
+/// logs in there trusting that CA with --certificate-authority, nothing added to the machine's
+/// trust store; the login records the CA, so later commands and refreshes trust it without the
+/// flag. Without it, the CLI refuses the door's certificate and sends nothing.
+#[tokio::test]
+async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
+    let _env = Env::get();
+    let (door, ca, well_known) = chart_door().await;
+    let issuer = platform_var("KUBESPACES_NODE_OIDC_ISSUER");
     assert_eq!(well_known["issuer"], json!(issuer), "{well_known}");
 
     // Without the CA: the door's certificate is not trusted, and nothing is stored.
@@ -374,8 +383,9 @@ async fn a_login_at_the_chart_s_door_trusts_the_local_ca_given_once() {
         .await;
     assert!(!stranger.credentials().exists());
 
-    // bob: on this Dex the portal's door test (acceptance/tests/server.rs) logs alice in, and Dex
-    // keeps one refresh token per user and client: her login there would revoke this one's.
+    // bob: on this Dex the walk-through below logs alice in and the portal's door test
+    // (acceptance/tests/server.rs) dave, and Dex keeps one refresh token per user and client:
+    // another login of either would revoke theirs.
     let bob = User::new();
     bob.device_login_at(&door, Some(&ca), "bob@example.com")
         .await;
@@ -411,13 +421,16 @@ async fn the_spec_walk_through() {
     // The walk-through is about a tenant with its own control plane, at its public URL: the
     // platform Gateway must be there (make test sets it up).
     platform_var("KUBESPACES_API_GATEWAY");
-    let dex = Dex::get();
-    let server = Server::with_dex(&dex).await;
+    // At the door a platform team gives its users: the chart's server at
+    // https://kubespaces.<domain>, its certificate from the cluster's CA.
+    let (door, ca, _) = chart_door().await;
     let tenants = env.tenants().await;
     let _ = tenants.delete("team-atlas", &DeleteParams::default()).await;
     wait_gone(&tenants, "team-atlas", Duration::from_secs(600)).await;
     let alice = User::new();
-    alice.device_login(&server, "alice@example.com").await;
+    alice
+        .device_login_at(&door, Some(&ca), "alice@example.com")
+        .await;
     std::fs::create_dir_all(alice.kubeconfig().parent().unwrap()).unwrap();
     // Her kubeconfig is a link into her dotfiles, which the merge writes through (as kubectl).
     let dotfiles = alice.dir.path().join("kube/dotfiles-config");

@@ -12,16 +12,12 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -29,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"kubespaces-tools/images/internal/tree"
 )
 
 type list []string
@@ -116,63 +114,10 @@ func jsonArray(s string, into *[]string) error {
 	return json.Unmarshal([]byte(s), into)
 }
 
-// tarDir writes dir as a tar with sorted entries, uid/gid 0 and mtime 0.
+// tarDir writes dir as a reproducible tar (package tree).
 func tarDir(dir string) ([]byte, error) {
-	var paths []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir {
-			paths = append(paths, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(paths)
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil, err
-		}
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return nil, err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return nil, err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		hdr.Name = filepath.ToSlash(rel)
-		if fi.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = time.Unix(0, 0), time.Time{}, time.Time{}
-		hdr.Format = tar.FormatPAX
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return nil, err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
+	if err := tree.Write(&buf, dir); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
