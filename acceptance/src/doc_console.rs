@@ -263,6 +263,14 @@ pub async fn run(
     Ok(())
 }
 
+/// The repository's root, where the pages are (and where `tests/docs.rs` runs their commands).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
 /// Where a page's commands run: the directory, `PATH` and the longest a command may take.
 pub struct Session<'a> {
     pub page: &'a str,

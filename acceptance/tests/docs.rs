@@ -21,14 +21,11 @@
 //! such name, annotation or finalizer it mentions must exist in the operator's code. This part
 //! needs no cluster.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::PathBuf, time::Duration};
 
 use kubespaces_acceptance::{
     Env,
-    doc_console::{DocCommand, Session, ToolDir, line_matches, output_matches, parse},
+    doc_console::{DocCommand, Session, ToolDir, line_matches, output_matches, parse, repo_root},
     pods,
 };
 
@@ -44,13 +41,6 @@ const PAGES: [(&str, &str); 2] = [(PAGE, TENANT), (APPS_PAGE, APPS_TENANT)];
 /// Above the longest wait a page gives itself (`--timeout=5m`), so that the page's own timeouts
 /// decide and this only stops a command that hangs.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(330);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the repository root")
-        .to_path_buf()
-}
 
 fn read(relative: &str) -> String {
     let path = repo_root().join(relative);

@@ -14,14 +14,11 @@
 //! `make test` runs it with `--ignored` before the other tests start. Whatever fails, it installs
 //! the release again with the values it saved before the uninstall.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
 
 use kubespaces_acceptance::{
     Env,
-    doc_console::{Session, ToolDir, parse},
+    doc_console::{Session, ToolDir, parse, repo_root},
     pods,
     tenant_cluster::platform_var,
     wait_for,
@@ -35,13 +32,6 @@ const RELEASE: &str = "kubespaces";
 const NAMESPACE: &str = "kubespaces-system";
 /// Above the longest wait the page gives itself (`--timeout=5m`).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(330);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the repository root")
-        .to_path_buf()
-}
 
 /// The chart's version, which names its package (`kubespaces-<version>.tgz`).
 fn chart_version() -> String {
