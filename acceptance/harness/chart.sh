@@ -182,10 +182,7 @@ install() {
     # values-local-images.yaml: each must name what images.sh imported.
     local built name tag
     built=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" vcluster "$STATE")
-    while read -r name tag _; do
-      grep -qE "^  $name: kubespaces/$name:$tag\$" "$CHART/values.yaml" \
-        || die "charts/kubespaces/values.yaml: tenantImages.$name is not kubespaces/$name:$tag, the image the harness builds (images.sh vcluster)"
-    done <<<"$built"
+    while read -r name tag _; do chart_tenant_image "$name" "kubespaces/$name:$tag"; done <<<"$built"
     { printf 'controlPlane:\n  vcluster:\n    values:\n'; sed 's/^/      /' "$VCLUSTER_VALUES"; } >"$STATE/chart-vcluster-values.yaml"
     cp=(--set-string controlPlane.kind=vcluster
         --set-string tenants.baseDomain="$KUBESPACES_DOMAIN"

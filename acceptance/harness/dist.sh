@@ -56,18 +56,13 @@ lines=$(KUBESPACES_BIN="$BIN" "$HARNESS_DIR/images.sh" dist "$REL/kubespaces-ope
 while read -r name tag tarball _; do
   # The operator's and the server's tags are content digests locally; shipped, the version (the
   # chart's default tag).
-  case $name in operator|server) tag=$VERSION ;; esac
+  # The chart must name the tenant images this writes (it gives them to every tenant's vCluster).
+  case $name in operator|server) tag=$VERSION ;; *) chart_tenant_image "$name" "kubespaces/$name:$tag" ;; esac
   archive="images/$name-$tag.oci.tar"
   digest=$("$BIN/ociarchive" -in "$tarball" -ref "kubespaces/$name:$tag" -out "$OUT/$archive")
   echo "$archive kubespaces/$name:$tag" >>"$OUT/images.txt"
   log "$archive: kubespaces/$name:$tag ($digest)"
 done <<<"$lines"
-# The chart must name the tenant images this wrote (it gives them to every tenant's vCluster).
-for name in vcluster kubernetes coredns; do
-  ref=$(awk -v n="$name" 'index($2, "kubespaces/" n ":") == 1 {print $2}' "$OUT/images.txt")
-  grep -qE "^  $name: $ref\$" "$REPO_ROOT/charts/kubespaces/values.yaml" \
-    || die "charts/kubespaces/values.yaml: tenantImages.$name is not $ref, the image dist wrote"
-done
 
 step "the chart, the CLI and the provider"
 "$BIN/helm" package "$REPO_ROOT/charts/kubespaces" -d "$OUT" 2> >(grep -v 'found symbolic link in path' >&2 || true) >/dev/null

@@ -233,6 +233,13 @@ build_all() {
   done
 }
 
+need_vcluster_binaries() {
+  local b
+  for b in vcluster kine; do
+    [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with vcluster"
+  done
+}
+
 # build_vcluster: the vCluster images, tagged with the pinned syncer version (the binary itself
 # says "dev", see build-tools.sh) and the Kubernetes version.
 build_vcluster() {
@@ -301,9 +308,7 @@ case $1 in
   build) build_all ;;
   vcluster)
     [ $# -eq 2 ] || die "$USAGE"
-    for b in vcluster kine; do
-      [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with vcluster"
-    done
+    need_vcluster_binaries
     # Built first, so that a failed build (e.g. a full disk) stops here instead of importing nothing.
     shopt -s inherit_errexit
     lines=$(build_vcluster)
@@ -352,12 +357,14 @@ case $1 in
   dist)
     # Built only, never imported: the lines of every image a platform and its tenants run.
     [ $# -eq 3 ] || die "$USAGE"
-    for b in vcluster kine; do
-      [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with vcluster"
-    done
+    need_vcluster_binaries
     shopt -s inherit_errexit
+    # CoreDNS: the node's image, from its line in IMAGES (the tenants' DNS runs it too).
     lines=$(build_program operator "$2"; build_program server "$3"; build_vcluster
-            build_image coredns "v$COREDNS_V" '["/coredns"]' -)
+            for spec in "${IMAGES[@]}"; do
+              # shellcheck disable=SC2086
+              [ "${spec%% *}" != coredns ] || build_image $spec
+            done)
     [ "$(grep -c . <<<"$lines")" -eq 5 ] || die "building the platform's images gave no images"
     echo "$lines"
     ;;

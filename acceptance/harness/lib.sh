@@ -352,3 +352,10 @@ _throwaway_cleanup() {
   fi
   exit "$rc"
 }
+
+# chart_tenant_image NAME REF: dies unless charts/kubespaces/values.yaml's tenantImages.NAME is REF
+# (kubespaces/NAME:TAG), the image the harness built (chart.sh install) or wrote (dist.sh).
+chart_tenant_image() {
+  grep -qE "^  $1: $2\$" "$REPO_ROOT/charts/kubespaces/values.yaml" \
+    || die "charts/kubespaces/values.yaml: tenantImages.$1 is not $2, the image the harness builds (images.sh)"
+}

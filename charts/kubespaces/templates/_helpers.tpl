@@ -148,7 +148,7 @@ source: the chart never restates them. Argument: (list $ "files/NAME.yaml" [name
 {{- $meta := $obj.metadata | default dict }}
 {{- $_ := set $meta "labels" (merge (include "kubespaces.labels" $root | fromYaml) ($meta.labels | default dict)) }}
 {{- if has $path (include "kubespaces.keptFiles" $root | fromYamlArray) }}
-{{- $_ := set $meta "annotations" (merge (include "kubespaces.keep" $root | fromYaml) ($meta.annotations | default dict)) }}
+{{- $_ := set $meta "annotations" (merge (dict "helm.sh/resource-policy" "keep") ($meta.annotations | default dict)) }}
 {{- end }}
 {{- if has $obj.kind (list "Role" "RoleBinding") }}
 {{- $_ := set $meta "namespace" $namespace }}
@@ -175,10 +175,6 @@ a kept object a newer chart no longer renders).
 - files/tenant-finalizer-admission.yaml
 - files/tenant-guard-admission.yaml
 - files/operator-bounds-admission.yaml
-{{- end }}
-
-{{- define "kubespaces.keep" -}}
-helm.sh/resource-policy: keep
 {{- end }}
 
 {{/* The first object of a generated manifest, as a dict (to read a name from it). */}}
