@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server tools
+.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server bench-upgrade tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ bench-apps: ## a tenant's app through the Gateway vs the same pod direct: req/s,
 
 bench-server: ## a user's tenant list (p50/p99) and the server's RSS, alone and under a /login, forged-token and stream flood (REQUESTS=n ROUNDS=n)
 	@$(H)/run-server-bench.sh $(or $(REQUESTS),400) $(or $(ROUNDS),3)
+
+bench-upgrade: ## helm upgrade from the previous release with 5 live tenants: failed requests and longest gaps per tenant API, app and the portal, vs idle (TENANTS=n)
+	@$(H)/run-upgrade-bench.sh $(or $(TENANTS),5)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory
 	@$(H)/build-tools.sh

@@ -16,7 +16,7 @@
 #   vCluster chart archive(s) of charts/vcluster (under /usr/share/kubespaces/charts), and an /etc
 #   for its user, 65532; no shell. It is also tagged with the operator's version (the chart's
 #   appVersion), which the chart's default values name. Older operator images are removed from
-#   the node.
+#   the node, unless KUBESPACES_KEEP_OLDER_IMAGES=1 (previous-release.sh).
 # server: the same for the server (a build of kubespaces-server), localhost/kubespaces/server:<tag>:
 #   the binary and its libraries alone.
 # vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
@@ -347,7 +347,9 @@ case $1 in
     ctr images label "$repo:$version" io.cri-containerd.pinned=pinned >/dev/null
     # Older builds are of no further use (the image store outlives clusters: they would pile up).
     # A container still running from one keeps its snapshot until its pod is replaced.
-    for old in $(ctr images ls -q | grep "^$repo:" || true); do
+    # KUBESPACES_KEEP_OLDER_IMAGES=1 keeps them: the previous release's images are imported beside
+    # the current ones (previous-release.sh), which the upgrade goes back to.
+    [ -n "${KUBESPACES_KEEP_OLDER_IMAGES:-}" ] || for old in $(ctr images ls -q | grep "^$repo:" || true); do
       case $old in "$ref"|"$repo:$version") ;;
         *) ctr images rm "$old" >/dev/null || true
            grep -v "^$old " "$record" >"$record.tmp" || true; mv "$record.tmp" "$record" ;; esac

@@ -6,7 +6,8 @@
 #   2. the Go builds (or cache lookups) in the background (.kubespaces/test-tools.log) while all
 #      tests and binaries compile in the foreground: each keeps about 1.9 of the 2 cores busy, and
 #      each fills the other's gaps (module downloads, links, a lone crate). First the cluster's
-#      binaries; helm, the vCluster's and Dex build on while the cluster starts
+#      binaries; helm, the vCluster's and Dex build on while the cluster starts. Then the previous
+#      release's operator and server (previous-release.sh, cached), for the upgrade test
 #   3. fresh cluster (the CRDs only)
 #   4. the chart: helm lint, every generated manifest in it, its values schema (chart.sh check);
 #      installed with helm: the shared operator runs as two pods under its ServiceAccount, from an
@@ -18,8 +19,9 @@
 #      clippy -D warnings (its own target dir, target/clippy) and the tools only some tests use
 #      (health-check, Crossplane, OpenTofu; their tests wait for them)
 #   6. alone: the tests that take the shared cluster down in part (the API server's outage, the
-#      shared operator's leader killed, the release uninstalled and installed again: docs/install.md);
-#      #[ignore]d in a plain cargo test, run with --ignored
+#      shared operator's leader killed, the release uninstalled and installed again: docs/install.md;
+#      the release taken back to the previous one and upgraded with a live tenant); #[ignore]d in a
+#      plain cargo test, run with --ignored
 #   7. the other tests (cargo test --workspace) with the cluster's env and KUBESPACES_ACCEPTANCE=1,
 #      in two lanes at once, and beside them the provider's acceptance tests, once with terraform
 #      and once with OpenTofu
@@ -160,6 +162,8 @@ cargo test --workspace --no-run
 for b in kubespaces-operator kubespaces-server kubespaces terraform-provider-kubespaces; do
   [ -x "target/debug/$b" ] || die "target/debug/$b was not built by cargo test --workspace --no-run"
 done
+step "the previous release's operator and server (previous-release.sh build; cached by its commit)"
+"$HARNESS_DIR/previous-release.sh" build >/dev/null
 phase "Rust: fmt, tests and binaries"
 
 step "waiting for the cluster's binaries"
@@ -226,6 +230,8 @@ step "the chart: helm install of the shared operator and the server (kubespaces-
 KUBESPACES_OPERATOR_BINARY="$REPO_ROOT/target/debug/kubespaces-operator" \
   KUBESPACES_SERVER_BINARY="$REPO_ROOT/target/debug/kubespaces-server" KUBESPACES_BIN="$BIN" \
   "$HARNESS_DIR/chart.sh" install "$STATE" --set-string operator.selector='!kubespaces.io/test-operator'
+# The previous release's images beside the current ones, and where its chart is (tests/upgrade.rs).
+KUBESPACES_BIN="$BIN" "$HARNESS_DIR/previous-release.sh" images "$STATE"
 phase "chart checked and installed, Dex"
 
 # Clippy too: a check build of its own (it shares no artifact with the test build), so in its own
@@ -251,11 +257,11 @@ cargo_tests() {
   cargo test "$@" 2>&1 | tee "$log"
 }
 
-step "alone: the tests that take part of the shared cluster down (API server outage, leader killed, uninstall and reinstall)"
+step "alone: the tests that take part of the shared cluster down (API server outage, leader killed, uninstall and reinstall, upgrade from the previous release)"
 # Nothing else runs meanwhile: a test beside them would see the outage as its own failure.
-ALONE=(api_outage chart install)
+ALONE=(api_outage chart install upgrade)
 cargo_tests alone.log --workspace "${ALONE[@]/#/--test=}" -- --ignored || status=$?
-phase "tests alone: API server outage, shared leader killed, uninstall and reinstall"
+phase "tests alone: API server outage, shared leader killed, uninstall and reinstall, upgrade"
 
 # The provider's acceptance tests drive the real terraform binary against this cluster and its
 # operator (they are #[ignore]d in a plain `cargo test`, which has no cluster), then OpenTofu.

@@ -10,7 +10,11 @@ pub mod lease;
 pub mod oidc;
 pub mod operator;
 pub mod pods;
+pub mod probe;
+pub mod release;
+pub mod tenant_app;
 pub mod tenant_cluster;
+pub mod upgrade;
 
 use std::{
     future::Future,

@@ -7,7 +7,7 @@
 
 use std::{
     path::Path,
-    process::{Command, Output},
+    process::Command,
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -25,7 +25,8 @@ use kube::{
 };
 use kubespaces_acceptance::{
     Env,
-    pods::{self, delete_tenant, leftovers, retry_until},
+    pods::{delete_tenant, leftovers, retry_until},
+    tenant_app::{self, curl, route},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_yaml, wait_for, wait_ready,
 };
@@ -34,73 +35,6 @@ use kubespaces_operator::{api::Tenant, conditions, names, names::control_plane a
 const READY_WITHIN: Duration = Duration::from_secs(300);
 const ATLAS: &str = "team-atlas";
 const BRAVO: &str = "team-bravo";
-
-/// The app: busybox's httpd answering one page, its Service, and the route for `host`.
-fn app_manifests(image: &str, host: &str, answer: &str) -> String {
-    format!(
-        r#"apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: hello, namespace: default}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: hello}}}}
-  template:
-    metadata: {{labels: {{app: hello}}}}
-    spec:
-      securityContext: {restricted_pod}
-      containers:
-      - name: hello
-        image: {image}
-        imagePullPolicy: IfNotPresent
-        securityContext: {restricted_container}
-        command: [sh, -c, 'mkdir -p /tmp/www && echo "{answer}" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']
-        ports: [{{name: http, containerPort: 8080}}]
-        readinessProbe: {{httpGet: {{path: /, port: http}}, periodSeconds: 1}}
-        resources: {{requests: {{cpu: 50m, memory: 32Mi}}, limits: {{cpu: 100m, memory: 32Mi}}}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: hello, namespace: default}}
-spec:
-  selector: {{app: hello}}
-  ports: [{{name: http, port: 80, targetPort: http}}]
----
-{}"#,
-        route("hello", host),
-        restricted_pod = pods::RESTRICTED_POD,
-        restricted_container = pods::RESTRICTED_CONTAINER,
-    )
-}
-
-/// An HTTPRoute in the tenant's `default` namespace for `host`, to the tenant's apps Gateway as
-/// the tenant sees it.
-fn route(name: &str, host: &str) -> String {
-    format!(
-        r#"apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {{name: {name}, namespace: default}}
-spec:
-  parentRefs: [{{name: {gateway}, namespace: {gateway_ns}}}]
-  hostnames: ["{host}"]
-  rules: [{{backendRefs: [{{name: hello, port: 80}}]}}]
-"#,
-        gateway = cp_names::APPS_GATEWAY,
-        gateway_ns = cp_names::APPS_GATEWAY_IN_TENANT_NAMESPACE,
-    )
-}
-
-/// `curl` from this machine, verifying the certificate against the platform's test CA (no
-/// `-k`); `extra` adds arguments (e.g. `--resolve`).
-fn curl(url: &str, extra: &[&str]) -> Output {
-    let ca = platform_var("KUBESPACES_APPS_CA_FILE");
-    Command::new("curl")
-        .args(["--silent", "--show-error", "--fail", "--max-time", "5"])
-        .args(["--cacert", &ca])
-        .args(extra)
-        .arg(url)
-        .output()
-        .expect("curl runs")
-}
 
 /// The serial number of the certificate the Gateway serves for `url`.
 fn served_serial(url: &str) -> Option<String> {
@@ -248,7 +182,7 @@ async fn an_app_in_a_tenant_is_served_at_its_own_https_url_and_nowhere_else() {
         &env,
         &atlas_kc,
         &["apply", "-f", "-"],
-        Some(&app_manifests(&env.busybox_image(), &host, &answer)),
+        Some(&tenant_app::manifests(&env.busybox_image(), &host, &answer)),
     );
     assert!(out.status.success(), "apply in the tenant: {}", text(&out));
     // curl from this machine: the name resolves (the route is accepted), the certificate

@@ -20,6 +20,7 @@ use kubespaces_acceptance::{
     Env,
     doc_console::{Session, ToolDir, parse, repo_root},
     pods,
+    release::{NAMESPACE, RELEASE, chart_version, helm},
     tenant_cluster::platform_var,
     wait_for,
 };
@@ -27,30 +28,8 @@ use kubespaces_acceptance::{
 const PAGE: &str = "docs/install.md";
 /// The tenant the page creates.
 const TENANT: &str = "team-lyra";
-/// Where the harness installs the chart (chart.sh's defaults; the page names them).
-const RELEASE: &str = "kubespaces";
-const NAMESPACE: &str = "kubespaces-system";
 /// Above the longest wait the page gives itself (`--timeout=5m`).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(330);
-
-/// The chart's version, which names its package (`kubespaces-<version>.tgz`).
-fn chart_version() -> String {
-    let chart = std::fs::read_to_string(repo_root().join("charts/kubespaces/Chart.yaml"))
-        .expect("charts/kubespaces/Chart.yaml");
-    chart
-        .lines()
-        .find_map(|l| l.strip_prefix("version: "))
-        .expect("the chart's version")
-        .trim()
-        .to_owned()
-}
-
-fn helm(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(platform_var("KUBESPACES_HELM"))
-        .args(args)
-        .output()
-        .expect("run helm")
-}
 
 /// Every object of any listable kind labelled as the release's: "kind/name" and whether Helm was
 /// told to keep it.

@@ -262,9 +262,17 @@ async fn provision(
     if let (Some(cp), Some(desired)) = (&ctx.control_plane, built.desired.control_plane) {
         let name = tenant.name_any();
         let statefulset = ctx.caches.statefulset(&name);
+        let statefulsets = ctx.caches.statefulsets.state();
         let complete = statefulset.is_some() && ctx.caches.has_control_plane_service(&name);
         let progress = cp
-            .ensure(&ctx.client, tenant, desired, statefulset.as_ref(), complete)
+            .ensure(
+                &ctx.client,
+                tenant,
+                desired,
+                statefulset.as_ref(),
+                &statefulsets,
+                complete,
+            )
             .await?;
         pass.control_plane = Some(progress);
     }

@@ -89,6 +89,20 @@ pub struct ControlPlaneConfig {
         default_value_t = 443
     )]
     pub apps_port: u16,
+    /// How many tenant control planes may restart at once when what they run changes (new
+    /// chart values, a new chart): the others keep running the old template until their turn.
+    /// A first start is no restart and does not count.
+    #[arg(
+        long = "max-restarting-control-planes",
+        env = "KUBESPACES_MAX_RESTARTING_CONTROL_PLANES",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub max_restarting: u16,
+    /// How long a restarted control plane may take to run again; one that takes longer halts
+    /// the roll for every tenant until it runs (or the change is undone).
+    #[arg(long = "control-plane-restart-deadline", env = "KUBESPACES_CONTROL_PLANE_RESTART_DEADLINE", default_value = "10m", value_parser = crate::build::settings::parse_duration)]
+    pub restart_deadline: Duration,
 }
 
 /// How tenants' apps are exposed: a Gateway per tenant and a wildcard certificate.
@@ -97,6 +111,16 @@ pub struct AppsSettings {
     pub gateway_class: String,
     pub cluster_issuer: String,
     pub port: u16,
+}
+
+/// How tenant control planes restart when what they run changes
+/// (`reconcile::control_plane::roll`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollPolicy {
+    /// At most this many restarting at once.
+    pub max_rolling: usize,
+    /// A control plane that does not run again this long after its restart halts the roll.
+    pub deadline: Duration,
 }
 
 /// What a vcluster control plane needs, checked at start-up.
@@ -113,6 +137,8 @@ pub struct VclusterSettings {
     pub credential_lifetime: Duration,
     /// None: no apps exposure (the platform has no apps Gateway or issuer).
     pub apps: Option<AppsSettings>,
+    /// How control planes restart when what they run changes.
+    pub roll: RollPolicy,
 }
 
 #[cfg(test)]
@@ -134,6 +160,10 @@ impl VclusterSettings {
             storage_class: Some("local-path".into()),
             credential_lifetime: Duration::from_secs(86400),
             apps: None,
+            roll: RollPolicy {
+                max_rolling: 2,
+                deadline: Duration::from_secs(600),
+            },
         }
     }
 }
@@ -161,6 +191,10 @@ impl ControlPlaneConfig {
             storage_class: self.storage_class.clone().filter(|s| !s.is_empty()),
             credential_lifetime: self.credential_lifetime,
             apps: self.apps()?,
+            roll: RollPolicy {
+                max_rolling: usize::from(self.max_restarting),
+                deadline: self.restart_deadline,
+            },
         }))
     }
 
@@ -255,6 +289,8 @@ mod tests {
                 apps_gateway_class: class.map(Into::into),
                 apps_cluster_issuer: issuer.map(Into::into),
                 apps_port: 443,
+                max_restarting: 2,
+                restart_deadline: Duration::from_secs(600),
             }
             .vcluster()
         };

@@ -8,11 +8,12 @@
 //! before anything is applied; [`ControlPlane::ensure`] applies that and observes the result.
 
 pub mod credential;
+pub mod roll;
 pub mod teardown;
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -47,6 +48,8 @@ use conditions::API_REACHABLE;
 /// How soon to look again while the control plane comes up: most steps (the admin Secret, the
 /// route's status) have no watch of ours.
 const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
+/// How soon a tenant whose control plane waits for its turn to restart looks again.
+const ROLL_REQUEUE: Duration = Duration::from_secs(5);
 
 /// How far the control plane is, as applying and observing it found.
 #[derive(Default)]
@@ -79,6 +82,8 @@ pub struct ControlPlane {
     /// of them then ([`fingerprint`]).
     exposed: Mutex<HashMap<String, (Instant, u64)>>,
     reapply: Duration,
+    /// Which restarts of control planes may happen now.
+    gate: roll::Gate,
 }
 
 impl ControlPlane {
@@ -103,6 +108,7 @@ impl ControlPlane {
             applied: Mutex::new(HashMap::new()),
             exposed: Mutex::new(HashMap::new()),
             reapply,
+            gate: roll::Gate::default(),
         }
     }
 
@@ -147,6 +153,8 @@ impl ControlPlane {
         tenant: &Tenant,
         desired: desired::ControlPlane,
         statefulset: Option<&StatefulSet>,
+        // Every control plane's StatefulSet (the cache), for the roll's gate.
+        statefulsets: &[Arc<StatefulSet>],
         // Whether the watched objects (StatefulSet, Service) are all there.
         complete: bool,
     ) -> Result<Progress> {
@@ -166,12 +174,30 @@ impl ControlPlane {
             .apps
             .as_ref()
             .map(|a| apps::endpoint(&name, &self.base_domain, a));
-        // 1. The rendered chart, and the prune of what a new render dropped; then the route and
-        // the apps objects.
+        // 1. The rendered chart, and the prune of what a new render dropped, unless it would
+        // restart the control plane and it is not its turn; then the route and the apps objects.
         let inventory = previous.map(|p| p.objects.clone()).unwrap_or_default();
-        let objects = self
-            .apply_chart(client, &name, desired.chart, &inventory, complete)
-            .await?;
+        let mut rendered = desired.chart;
+        let turn = match roll::template_hash(&rendered) {
+            Some(hash) => {
+                let policy = self.settings.roll;
+                let turn = self
+                    .gate
+                    .turn(&name, statefulset, &hash, statefulsets, policy);
+                if let roll::Turn::Apply { rolled_at } = &turn {
+                    roll::stamp(&mut rendered, &hash, *rolled_at);
+                }
+                turn
+            }
+            None => roll::Turn::Apply { rolled_at: None },
+        };
+        let objects = match turn {
+            roll::Turn::Apply { .. } => {
+                self.apply_chart(client, &name, rendered, &inventory, complete)
+                    .await?
+            }
+            roll::Turn::Wait { .. } | roll::Turn::Halted { .. } => inventory.clone(),
+        };
         let exposure: Vec<DynamicObject> =
             std::iter::once(desired.route).chain(desired.apps).collect();
         let mut live = self.expose(client, &name, exposure).await?.into_iter();
@@ -202,9 +228,9 @@ impl ControlPlane {
             false => None,
         };
         let chart = &self.settings.chart_version;
-        progress
-            .details
-            .push(observe::workload(&ns, running, admin.is_some(), chart));
+        let mut workload = observe::workload(&ns, running, admin.is_some(), chart);
+        roll::explain(&mut workload, &turn, self.settings.roll);
+        progress.details.push(workload);
 
         // 3. The route.
         let accepted = observe::route_accepted(route.as_ref(), &ns, &self.settings.api_gateway);
@@ -232,6 +258,13 @@ impl ControlPlane {
         }
         if !progress.details.iter().all(|d| d.status) {
             progress.requeue = Some(PROGRESS_REQUEUE);
+        }
+        if !matches!(turn, roll::Turn::Apply { .. }) {
+            // No watch of ours says when another tenant's restart is over.
+            let next = progress
+                .requeue
+                .map_or(ROLL_REQUEUE, |d| d.min(ROLL_REQUEUE));
+            progress.requeue = Some(next);
         }
         Ok(progress)
     }
@@ -404,6 +437,7 @@ impl ControlPlane {
     /// Forgets what is kept in memory for a tenant that is gone.
     pub fn forget(&self, tenant: &str) {
         self.renderer.forget(tenant);
+        self.gate.forget(tenant);
         if let Ok(mut a) = self.applied.lock() {
             a.remove(tenant);
         }

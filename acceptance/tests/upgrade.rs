@@ -1,0 +1,77 @@
+//! The upgrade a platform team runs, with a live tenant: from the previous release
+//! (`previous-release.sh`) to this one, as docs/install.md upgrades, while probes ask the
+//! tenant's API (with the kubeconfig handed out), its app and the portal every 200 ms
+//! ([`kubespaces_acceptance::upgrade`]).
+//!
+//! It takes the shared release back to the previous one first, so it is `#[ignore]`d in a plain
+//! `cargo test` and `make test` runs it with `--ignored` before the other tests start (alone).
+//! Whatever fails, it takes the release back to this chart with the values it saved first.
+
+use std::time::Duration;
+
+use kubespaces_acceptance::{
+    Env, pods,
+    release::chart_version,
+    upgrade::{self, LiveTenant, Previous, Saved},
+};
+
+/// The tenant made under the previous release.
+const TENANT: &str = "team-orion";
+/// How often the probes ask.
+const PROBE_PERIOD: Duration = Duration::from_millis(200);
+
+/// Under the previous release's chart, operator and server, a tenant with its own control plane
+/// and an app; then this release. No probe may fail: not the tenant's API, not its app, not the
+/// portal (two server replicas and a PodDisruptionBudget). The tenant stays Ready (its condition
+/// never changes) and its control plane is not restarted (the same pod, the same StatefulSet
+/// generation: the new operator renders the same objects).
+#[tokio::test]
+#[ignore = "takes the shared release back to the previous one and upgrades it: make test runs it alone, with --ignored (run-tests.sh)"]
+async fn an_upgrade_from_the_previous_release_keeps_every_tenant_answering() {
+    let env = Env::get();
+    let saved = Saved::now(&env);
+    let upgrade = tokio::spawn({
+        let saved = saved.clone();
+        async move { upgrade_with_a_live_tenant(&saved).await }
+    })
+    .await;
+    // Whatever happened, this chart again (nothing to do when the upgrade got there).
+    saved.restore(&env);
+    pods::delete_tenant(&env, TENANT).await;
+    if let Err(panic) = upgrade {
+        std::panic::resume_unwind(panic.into_panic());
+    }
+}
+
+async fn upgrade_with_a_live_tenant(saved: &Saved) {
+    let env = Env::get();
+    let previous = Previous::get();
+    upgrade::install_previous(&env, &previous, saved);
+    let tenant = LiveTenant::create(&env, TENANT).await;
+    let before = tenant.marks(&env);
+
+    let mut probes = tenant.probes(PROBE_PERIOD).await;
+    probes.push(upgrade::portal_probe(PROBE_PERIOD));
+    let took = upgrade::upgrade_to_this_release(&env, saved).await;
+
+    let mut failed = Vec::new();
+    for probe in probes {
+        let report = probe.stop().await;
+        println!("{report}");
+        if report.failed > 0 {
+            failed.push(report.to_string());
+        }
+    }
+    println!(
+        "helm upgrade from {} to {}: {:.1} s",
+        previous.version,
+        chart_version(),
+        took.as_secs_f64()
+    );
+    assert!(failed.is_empty(), "during the upgrade: {failed:#?}");
+    assert_eq!(
+        before,
+        tenant.marks(&env),
+        "the tenant's control plane restarted or its Ready condition changed during the upgrade"
+    );
+}
