@@ -232,28 +232,43 @@ pub fn portal_probe(period: Duration) -> Probe {
 /// the tenants once the new version has applied what it wants of them.
 pub async fn upgrade_to_this_release(env: &Env, saved: &Saved) -> Duration {
     let crds = repo_root().join("charts/kubespaces/crds");
-    env.kubectl_ok(
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            &crds.to_string_lossy(),
-        ],
-        None,
-    );
-    let started = Instant::now();
-    let chart = repo_root().join("charts/kubespaces");
-    upgrade_to(env, &chart.to_string_lossy(), &saved.values, &[])
-        .unwrap_or_else(|e| panic!("upgrading to this release: {e}"));
-    let took = started.elapsed();
-    assert_eq!(
-        running_images(env),
-        saved.images,
-        "the images after the upgrade"
-    );
+    let took = blocking(|| {
+        let crds = crds.to_string_lossy();
+        env.kubectl_ok(
+            &["apply", "--server-side", "--force-conflicts", "-f", &crds],
+            None,
+        );
+        let started = Instant::now();
+        let chart = repo_root().join("charts/kubespaces");
+        upgrade_to(env, &chart.to_string_lossy(), &saved.values, &[])
+            .unwrap_or_else(|e| panic!("upgrading to this release: {e}"));
+        let took = started.elapsed();
+        assert_eq!(
+            running_images(env),
+            saved.images,
+            "the images after the upgrade"
+        );
+        took
+    });
     reconciled_by_the_new_leader(env).await;
     took
+}
+
+/// The server's pods replaced one at a time (`kubectl rollout restart`), as an upgrade does, and
+/// rolled out.
+pub fn roll_server(env: &Env) {
+    let deployment = format!("deployment/{RELEASE}-server");
+    blocking(|| {
+        env.kubectl_ok(&["-n", NAMESPACE, "rollout", "restart", &deployment], None);
+        let status = ["rollout", "status", &deployment, "--timeout=180s"];
+        env.kubectl_ok(&[&["-n", NAMESPACE][..], &status].concat(), None);
+    });
+}
+
+/// Runs blocking work (helm, kubectl) without stalling the probes that share this runtime: the
+/// worker hands its other tasks to another first (a multi-threaded runtime).
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(work)
 }
 
 async fn reconciled_by_the_new_leader(env: &Env) {
@@ -268,37 +283,44 @@ async fn reconciled_by_the_new_leader(env: &Env) {
         "the new operator's leader to reconcile every Tenant",
         Duration::from_secs(120),
         || async {
-            let holder = output(env.kubectl(
-                &[
-                    "-n",
-                    NAMESPACE,
-                    "get",
-                    "lease",
-                    &format!("{RELEASE}-operator"),
-                    "-o",
-                    "jsonpath={.spec.holderIdentity}",
-                ],
-                None,
-            ));
-            let port = output(env.kubectl(
-                &[
-                    "-n",
-                    NAMESPACE,
-                    "get",
-                    "pod",
-                    &holder,
-                    "-o",
-                    "jsonpath={.spec.containers[0].ports[?(@.name==\"http\")].containerPort}",
-                ],
-                None,
-            ));
-            let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{holder}:{port}/proxy/metrics");
-            let metrics = output(env.kubectl(&["get", "--raw", &path], None));
-            let reconciled = crate::operator::metric_sum(&metrics, "kubespaces_reconcile_total");
-            (!holder.is_empty() && !port.is_empty() && reconciled >= tenants).then_some(())
+            let reconciled = blocking(|| leader_reconciled(env))?;
+            (reconciled >= tenants).then_some(())
         },
     )
     .await;
+}
+
+/// How many reconciles the operator's leader has done (its metrics); None while no leader answers.
+fn leader_reconciled(env: &Env) -> Option<f64> {
+    let get = |args: &[&str]| output(env.kubectl(args, None));
+    let lease = format!("{RELEASE}-operator");
+    let holder = get(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "lease",
+        &lease,
+        "-o",
+        "jsonpath={.spec.holderIdentity}",
+    ]);
+    let port = get(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "pod",
+        &holder,
+        "-o",
+        "jsonpath={.spec.containers[0].ports[?(@.name==\"http\")].containerPort}",
+    ]);
+    if holder.is_empty() || port.is_empty() {
+        return None;
+    }
+    let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{holder}:{port}/proxy/metrics");
+    let metrics = get(&["get", "--raw", &path]);
+    Some(crate::operator::metric_sum(
+        &metrics,
+        "kubespaces_reconcile_total",
+    ))
 }
 
 fn output(out: std::process::Output) -> String {
