@@ -195,8 +195,8 @@ grep -E '^build-tools: built ' "$TOOLS_LOG" >&2 || true
 phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 
 # The tools only some tests use build from here on, while the chart is installed and the tests
-# run, at a lower priority, in CPU time the tests leave (cold: 22 min under their load, 8 on an
-# idle machine; cached: a lookup): health-check (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu
+# run, at a lower priority, in CPU time the tests leave (cold, 2026-12-06, with one set of Go pins:
+# about 18 min under their load; cached: a lookup): health-check (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu
 # (the provider's second pass). Their tests wait for them (kubespaces_acceptance::built_tool);
 # their links are dropped first so that no test runs a stale build of an older pin. The steps
 # below pass KUBESPACES_BIN, so none of them waits for build-tools.sh's lock meanwhile.

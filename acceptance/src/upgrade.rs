@@ -260,8 +260,15 @@ pub fn roll_server(env: &Env) {
     let deployment = format!("deployment/{RELEASE}-server");
     blocking(|| {
         env.kubectl_ok(&["-n", NAMESPACE, "rollout", "restart", &deployment], None);
-        let status = ["rollout", "status", &deployment, "--timeout=180s"];
-        env.kubectl_ok(&[&["-n", NAMESPACE][..], &status].concat(), None);
+        let status = [
+            "-n",
+            NAMESPACE,
+            "rollout",
+            "status",
+            &deployment,
+            "--timeout=180s",
+        ];
+        env.kubectl_ok(&status, None);
     });
 }
 
@@ -293,7 +300,17 @@ async fn reconciled_by_the_new_leader(env: &Env) {
 /// How many reconciles the operator's leader has done (its metrics); None while no leader answers.
 fn leader_reconciled(env: &Env) -> Option<f64> {
     let get = |args: &[&str]| output(env.kubectl(args, None));
-    let lease = format!("{RELEASE}-operator");
+    // The Lease the chart names (leaderElection.lease), as its Deployment tells the operator.
+    let deployment = format!("{RELEASE}-operator");
+    let lease = get(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "deployment",
+        &deployment,
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].env[?(@.name==\"KUBESPACES_LEADER_ELECT_LEASE\")].value}",
+    ]);
     let holder = get(&[
         "-n",
         NAMESPACE,
@@ -312,7 +329,7 @@ fn leader_reconciled(env: &Env) -> Option<f64> {
         "-o",
         "jsonpath={.spec.containers[0].ports[?(@.name==\"http\")].containerPort}",
     ]);
-    if holder.is_empty() || port.is_empty() {
+    if lease.is_empty() || holder.is_empty() || port.is_empty() {
         return None;
     }
     let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{holder}:{port}/proxy/metrics");

@@ -90,15 +90,14 @@ fn rolling(s: &StatefulSet) -> bool {
 fn failed(s: &StatefulSet, policy: RollPolicy, now: Timestamp) -> bool {
     rolling(s)
         && rolled_at(s).is_some_and(|at| {
-            now.duration_since(at).as_secs()
-                > i64::try_from(policy.deadline.as_secs()).unwrap_or(i64::MAX)
+            Duration::try_from(now.duration_since(at)).is_ok_and(|d| d > policy.deadline)
         })
 }
 
 /// The tenant a control plane's StatefulSet belongs to (its namespace says).
 fn tenant_of(s: &StatefulSet) -> String {
     let ns = s.namespace().unwrap_or_default();
-    ns.strip_prefix(crate::names::NAMESPACE_PREFIX)
+    crate::names::tenant_of_namespace(&ns)
         .unwrap_or(&ns)
         .to_owned()
 }
