@@ -213,8 +213,14 @@ async fn run(config: RunConfig) -> anyhow::Result<()> {
                         metrics.leader.set(1);
                         info!("leading: starting the controller");
                         let lost = election.lost();
+                        // Termination steps down before the reconciles drain: see StepDown.
+                        let step_down = election.step_down();
+                        let shutdown = async move {
+                            stopped(stop_rx).await;
+                            step_down.now().await;
+                        };
                         tokio::select! {
-                            run = controller::run(client, config, metrics.clone(), set_ready, stopped(stop_rx)) => run.map_err(anyhow::Error::from),
+                            run = controller::run(client, config, metrics.clone(), set_ready, shutdown) => run.map_err(anyhow::Error::from),
                             lost = lost => Err(lost.into()),
                         }
                     }

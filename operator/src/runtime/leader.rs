@@ -14,10 +14,18 @@
 //! - **Short retries.** The crate's own watch loop backs off up to 30 s after an error; the loop
 //!   here retries after at most ~2 s, so leadership is settled soon after the API server is back.
 //!
+//! - **Stepping down first.** On termination the leader closes its fence and hands the Lease
+//!   back before it drains its in-flight reconciles ([`StepDown`]): a standby takes over within
+//!   the moment a single request takes, even when a slow reconcile would outlast the kubelet's
+//!   grace period, and the reconciles still draining can write nothing beside the new leader.
+//!
 //! Losing the Lease ends the process (see [`LeaderError::Lost`]).
 
 use std::{
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, SystemTime},
 };
 
@@ -163,6 +171,8 @@ struct Fence {
     identity: String,
     lease: watch::Receiver<Option<LeaseView>>,
     name: String,
+    /// Set when this replica steps down: no write goes out afterwards, whatever the Lease says.
+    closed: AtomicBool,
 }
 
 impl WriteGate {
@@ -174,8 +184,20 @@ impl WriteGate {
         match &self.0 {
             None => true,
             Some(f) => {
-                lease_allows_writes(f.lease.borrow().as_ref(), &f.identity, SystemTime::now())
+                !f.closed.load(Ordering::SeqCst)
+                    && lease_allows_writes(
+                        f.lease.borrow().as_ref(),
+                        &f.identity,
+                        SystemTime::now(),
+                    )
             }
+        }
+    }
+
+    /// Refuses every write from now on (stepping down). Nothing to close without election.
+    fn close(&self) {
+        if let Some(f) = &self.0 {
+            f.closed.store(true, Ordering::SeqCst);
         }
     }
 
@@ -184,7 +206,7 @@ impl WriteGate {
         let lease = self.0.as_ref().map(|f| f.name.as_str()).unwrap_or_default();
         format!(
             "write not sent: this replica's hold on the leader Lease {lease} is not confirmed \
-             (not the leader, or the Lease could not be renewed)"
+             (not the leader, stepping down, or the Lease could not be renewed)"
         )
     }
 }
@@ -199,13 +221,15 @@ pub enum Role {
     Leader,
     /// Held the Lease and lost it.
     Lost,
+    /// Left the election (the Lease handed back if it was held).
+    Left,
 }
 
 /// A running election.
 pub struct Election {
     pub role: watch::Receiver<Role>,
     pub gate: WriteGate,
-    resign: watch::Sender<bool>,
+    resign: Arc<watch::Sender<bool>>,
     task: tokio::task::JoinHandle<()>,
     name: String,
 }
@@ -224,6 +248,7 @@ impl Election {
             identity: identity.clone(),
             lease: seen.clone(),
             name: name.clone(),
+            closed: AtomicBool::new(false),
         })));
         let (role_tx, role) = watch::channel(Role::Connecting);
         let (resign, resign_rx) = watch::channel(false);
@@ -240,7 +265,7 @@ impl Election {
         Ok(Election {
             role,
             gate,
-            resign,
+            resign: Arc::new(resign),
             task,
             name,
         })
@@ -272,10 +297,46 @@ impl Election {
         LeaderError::Lost(self.name.clone())
     }
 
-    /// Hands the Lease back (after the controller stopped), so a standby takes over at once.
+    /// What the controller's shutdown runs first: see [`StepDown`].
+    pub fn step_down(&self) -> StepDown {
+        StepDown {
+            gate: self.gate.clone(),
+            resign: self.resign.clone(),
+            role: self.role.clone(),
+        }
+    }
+
+    /// Leaves the election, handing the Lease back if it is held (and [`StepDown`] has not), so
+    /// a standby takes over at once; waits for that.
     pub async fn resign(self) {
         let _ = self.resign.send(true);
         if tokio::time::timeout(Duration::from_secs(5), self.task)
+            .await
+            .is_err()
+        {
+            warn!("could not hand the Lease back within 5 s; it will expire");
+        }
+    }
+}
+
+/// A leader's way out: its fence closed, then the Lease handed back, before its in-flight
+/// reconciles drain. A reconcile takes seconds under load, and a pod deleted without grace period
+/// gets two before SIGKILL: handing back after the drain would leave the Lease to expire.
+#[derive(Clone)]
+pub struct StepDown {
+    gate: WriteGate,
+    resign: Arc<watch::Sender<bool>>,
+    role: watch::Receiver<Role>,
+}
+
+impl StepDown {
+    /// Closes the fence, hands the Lease back and waits (at most 5 s) until that is done.
+    pub async fn now(self) {
+        self.gate.close();
+        let _ = self.resign.send(true);
+        let mut role = self.role;
+        let left = role.wait_for(|r| matches!(r, Role::Left | Role::Lost));
+        if tokio::time::timeout(Duration::from_secs(5), left)
             .await
             .is_err()
         {
@@ -364,6 +425,7 @@ async fn run_for_lease(
                         warn!(error = %e, "could not hand the Lease back");
                     }
                     info!("left the election");
+                    role.send_replace(Role::Left);
                     return;
                 }
                 _ = tokio::time::sleep_until(held.unwrap_or_else(tokio::time::Instant::now)), if held.is_some() => {
@@ -449,6 +511,21 @@ mod tests {
         let mut no_duration = view(Some("me"), 0, now);
         no_duration.duration = None;
         assert!(!lease_allows_writes(Some(&no_duration), "me", now));
+    }
+
+    #[test]
+    fn a_closed_fence_refuses_writes_on_a_fresh_lease() {
+        let now = SystemTime::now();
+        let (_seen, lease) = watch::channel(Some(view(Some("me"), 0, now)));
+        let gate = WriteGate(Some(Arc::new(Fence {
+            identity: "me".into(),
+            lease,
+            name: "ns/lease".into(),
+            closed: AtomicBool::new(false),
+        })));
+        assert!(gate.allows_writes());
+        gate.clone().close();
+        assert!(!gate.allows_writes(), "a clone shares the fence");
     }
 
     #[test]
