@@ -42,7 +42,7 @@ bench-apps: ## a tenant's app through the Gateway vs the same pod direct: req/s,
 bench-server: ## a user's tenant list (p50/p99) and the server's RSS, alone and under a /login, forged-token and stream flood (REQUESTS=n ROUNDS=n)
 	@$(H)/run-server-bench.sh $(or $(REQUESTS),400) $(or $(ROUNDS),3)
 
-bench-upgrade: ## helm upgrade from the previous release with 5 live tenants: failed requests and longest gaps per tenant API, app and the portal, vs idle (TENANTS=n)
+bench-upgrade: ## helm upgrade from the previous release with 5 live tenants (failed requests and longest gaps per tenant API, app and the portal, vs idle), then every tenant's vCluster values rolled (API unavailability p50/p99 vs a plain helm upgrade of one vCluster) (TENANTS=n)
 	@$(H)/run-upgrade-bench.sh $(or $(TENANTS),5)
 
 tools: ## only build (or look up) the cached control-plane binaries; prints their directory

@@ -15,6 +15,7 @@ pub mod release;
 pub mod tenant_app;
 pub mod tenant_cluster;
 pub mod upgrade;
+pub mod values_roll;
 
 use std::{
     future::Future,

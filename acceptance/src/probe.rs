@@ -24,6 +24,8 @@ pub struct Report {
     /// The longest time between two answers (from the start to the first, and from the last to
     /// the stop, count too).
     pub longest_gap: Duration,
+    /// When that gap began and ended.
+    pub longest_gap_window: (Instant, Instant),
     pub errors: Vec<String>,
 }
 
@@ -60,14 +62,22 @@ impl Probe {
         let (stop, mut stopped) = watch::channel(false);
         let target = target.into();
         let task = tokio::spawn(async move {
+            let mut last_answer = Instant::now();
             let mut report = Report {
                 target,
                 sent: 0,
                 failed: 0,
                 longest_gap: Duration::ZERO,
+                longest_gap_window: (last_answer, last_answer),
                 errors: Vec::new(),
             };
-            let mut last_answer = Instant::now();
+            let gap_ends = |report: &mut Report, last_answer: Instant| {
+                let now = Instant::now();
+                if now - last_answer > report.longest_gap {
+                    report.longest_gap = now - last_answer;
+                    report.longest_gap_window = (last_answer, now);
+                }
+            };
             let mut ticks = tokio::time::interval(period);
             ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
             loop {
@@ -81,7 +91,7 @@ impl Probe {
                 report.sent += 1;
                 match answer {
                     Ok(()) => {
-                        report.longest_gap = report.longest_gap.max(last_answer.elapsed());
+                        gap_ends(&mut report, last_answer);
                         last_answer = Instant::now();
                     }
                     Err(why) => {
@@ -92,7 +102,7 @@ impl Probe {
                     }
                 }
             }
-            report.longest_gap = report.longest_gap.max(last_answer.elapsed());
+            gap_ends(&mut report, last_answer);
             report
         });
         Probe { stop, task }

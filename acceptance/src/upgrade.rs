@@ -254,6 +254,63 @@ pub async fn upgrade_to_this_release(env: &Env, saved: &Saved) -> Duration {
     took
 }
 
+/// Waits until the server runs only the pods of its current template, none of them stopping,
+/// and its Service's endpoints name no other: what the Gateway sends portal requests to from
+/// then on. (A pod of a release without a drain stops listening at once; until it is gone, a
+/// request can still reach it.)
+pub async fn server_settled(env: &Env) {
+    let deployment = format!("{RELEASE}-server");
+    wait_for(
+        "the server's previous pods gone and its endpoints only the current ones",
+        Duration::from_secs(120),
+        || async {
+            let get = |args: &[&str]| output(env.kubectl(args, None));
+            let pods = blocking(|| {
+                get(&[
+                    "-n",
+                    NAMESPACE,
+                    "get",
+                    "pods",
+                    "-l",
+                    "app.kubernetes.io/component=server",
+                    "-o",
+                    "jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{\"\\n\"}{end}",
+                ])
+            });
+            let endpoints = blocking(|| {
+                get(&[
+                    "-n",
+                    NAMESPACE,
+                    "get",
+                    "endpointslices",
+                    "-l",
+                    &format!("kubernetes.io/service-name={deployment}"),
+                    "-o",
+                    "jsonpath={range .items[*].endpoints[*]}{.conditions.ready}{\"\\n\"}{end}",
+                ])
+            });
+            let replicas = blocking(|| {
+                get(&[
+                    "-n",
+                    NAMESPACE,
+                    "get",
+                    "deployment",
+                    &deployment,
+                    "-o",
+                    "jsonpath={.spec.replicas}",
+                ])
+            });
+            let running: Vec<&str> = pods.lines().collect();
+            let settled = running.len().to_string() == replicas
+                && running.iter().all(|l| l.split_whitespace().count() == 1)
+                && endpoints.lines().count().to_string() == replicas
+                && endpoints.lines().all(|r| r == "true");
+            settled.then_some(())
+        },
+    )
+    .await;
+}
+
 /// The server's pods replaced one at a time (`kubectl rollout restart`), as an upgrade does, and
 /// rolled out.
 pub fn roll_server(env: &Env) {
@@ -274,7 +331,7 @@ pub fn roll_server(env: &Env) {
 
 /// Runs blocking work (helm, kubectl) without stalling the probes that share this runtime: the
 /// worker hands its other tasks to another first (a multi-threaded runtime).
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
+pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(work)
 }
 

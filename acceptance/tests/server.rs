@@ -514,8 +514,25 @@ async fn users_see_and_touch_only_their_own_tenants_and_admins_see_all() {
         );
     }
     // Once Ready (its control plane up), the kubeconfig is there, and it works: kubectl with
-    // exactly that file answers from the tenant.
+    // exactly that file answers from the tenant. The server answers from its watch cache, which
+    // follows the API server a moment later: Ready as the server sees it.
     wait_ready(&tenants, "srv-alice", Duration::from_secs(300)).await;
+    wait_for(
+        "the server to see srv-alice Ready",
+        Duration::from_secs(30),
+        || async {
+            let (_, body) = api(
+                &server,
+                Method::GET,
+                "/api/v1/tenants/srv-alice",
+                &alice,
+                None,
+            )
+            .await;
+            (body["status"]["phase"] == "Ready").then_some(())
+        },
+    )
+    .await;
     let (code, body) = api(
         &server,
         Method::GET,

@@ -88,7 +88,9 @@ async fn upgrade_with_a_live_tenant(saved: &Saved) {
     );
 
     // What every later upgrade does to the server: its pods replaced one at a time, each drained
-    // before it stops (the chart's server.drainSeconds). No request to the portal fails.
+    // before it stops (the chart's server.drainSeconds). No request to the portal fails. From
+    // when the previous release's pods are gone: their failures are the upgrade's, above.
+    upgrade::server_settled(&env).await;
     let portal = upgrade::portal_probe(PROBE_PERIOD);
     upgrade::roll_server(&env);
     let portal = portal.stop().await;

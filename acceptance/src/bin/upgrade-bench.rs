@@ -8,8 +8,16 @@
 //! the longest time without an answer on each side, with the ratio of the longest gaps; the time
 //! the upgrade took; and how many control planes restarted (target: 0 failed anywhere, no
 //! control plane restarted).
+//!
+//! Then a rolling bump of every tenant's control-plane values ([`values_roll`]): `helm upgrade`
+//! of the platform with a new pod annotation in `controlPlane.vcluster.values`, the same probes
+//! on until every control plane runs again. Prints each tenant's API unavailability (its longest
+//! time without an answer) and their p50/p99, the most tenants without an API at one moment
+//! against `controlPlane.restarts.maxAtOnce`, and the app probes' failures (the apps run on the
+//! host and must not notice); beside it, the same annotation bumped by a plain
+//! `helm upgrade --wait` of one vCluster installed by Helm from the same chart and values.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use clap::Parser;
@@ -19,6 +27,7 @@ use kubespaces_acceptance::{
     probe::{Probe, Report},
     release::chart_version,
     upgrade::{self, LiveTenant, Previous, Saved},
+    values_roll::{self, PlainVcluster},
 };
 
 #[derive(Parser)]
@@ -77,10 +86,112 @@ async fn main() -> Result<()> {
         "control planes restarted or Ready changed: {restarted} of {}",
         tenants.len()
     );
-    saved.restore(&env);
     let failed: u64 = upgrade.iter().map(|r| r.failed).sum();
+
+    let roll = roll_values(&env, &saved, &tenants, period).await;
+    saved.restore(&env);
     if failed > 0 || restarted > 0 {
         bail!("{failed} requests failed during the upgrade, {restarted} control planes restarted");
+    }
+    roll
+}
+
+/// The second half: every tenant's control-plane values bumped through the platform's chart,
+/// beside one plain vCluster's `helm upgrade`.
+async fn roll_values(
+    env: &Env,
+    saved: &Saved,
+    tenants: &[LiveTenant],
+    period: Duration,
+) -> Result<()> {
+    eprintln!("upgrade-bench: a plain vCluster beside the tenants, installed by helm");
+    let plain = PlainVcluster::install(env, "plain-vcluster");
+    let names: Vec<String> = tenants.iter().map(|t| t.name.clone()).collect();
+    let before: Vec<String> = names
+        .iter()
+        .map(|n| values_roll::control_plane_pod_uid(env, n))
+        .collect();
+    let max_at_once = values_roll::max_at_once();
+
+    let probes = start(tenants, period).await;
+    eprintln!("upgrade-bench: helm upgrade with new values for every tenant's vCluster");
+    let started = Instant::now();
+    let helm_took = values_roll::bump_platform_values(env, saved, "1");
+    let rolled =
+        values_roll::wait_rolled(env, &names, &before, started, Duration::from_secs(900)).await;
+    let reports = stop(probes).await;
+    eprintln!("upgrade-bench: the same values bumped in the plain vCluster");
+    let plain_took = plain.upgrade("1");
+    plain.remove(env);
+
+    // Each tenant's probes are its API's, then its app's (LiveTenant::probes); the portal's last.
+    let apis: Vec<_> = reports.iter().step_by(2).take(names.len()).collect();
+    let apps: Vec<_> = reports
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .take(names.len())
+        .collect();
+    let unavailable: Vec<Duration> = apis.iter().map(|r| r.longest_gap).collect();
+    // An outage, not the probe's own pace: a gap of more than a few periods.
+    let outages: Vec<_> = apis
+        .iter()
+        .filter(|r| r.longest_gap > period * 5)
+        .map(|r| r.longest_gap_window)
+        .collect();
+    let at_once = values_roll::most_at_once(&outages);
+
+    println!();
+    println!(
+        "rolling bump of every tenant's vCluster values (controlPlane.restarts.maxAtOnce {max_at_once}):"
+    );
+    println!(
+        "{:<16} {:>16} {:>10} {:>16} {:>10} {:>12}",
+        "tenant", "API unavailable", "API failed", "app longest gap", "app failed", "rolled at"
+    );
+    for (i, name) in names.iter().enumerate() {
+        println!(
+            "{:<16} {:>14.2} s {:>10} {:>14.2} s {:>10} {:>10.1} s",
+            name,
+            apis[i].longest_gap.as_secs_f64(),
+            apis[i].failed,
+            apps[i].longest_gap.as_secs_f64(),
+            apps[i].failed,
+            rolled[i].as_secs_f64()
+        );
+        for e in apps[i].errors.iter() {
+            println!("    app: {e}");
+        }
+    }
+    let (p50, p99) = (
+        values_roll::percentile(&unavailable, 50.0),
+        values_roll::percentile(&unavailable, 99.0),
+    );
+    println!(
+        "API unavailability per tenant: p50 {:.2} s, p99 {:.2} s; at most {at_once} tenants without an API at once",
+        p50.as_secs_f64(),
+        p99.as_secs_f64()
+    );
+    println!(
+        "helm upgrade of the platform: {:.1} s; every control plane running the new values {:.1} s after it began",
+        helm_took.as_secs_f64(),
+        rolled
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64()
+    );
+    println!(
+        "plain `helm upgrade --wait` of one vCluster, same chart, values and change: {:.1} s (p50 unavailability / that: {:.2}x)",
+        plain_took.as_secs_f64(),
+        p50.as_secs_f64() / plain_took.as_secs_f64().max(f64::EPSILON)
+    );
+    let app_failed: u64 = apps.iter().map(|r| r.failed).sum();
+    if app_failed > 0 || at_once as u64 > max_at_once {
+        bail!(
+            "during the roll {app_failed} app requests failed and {at_once} tenants had no API at once (at most {max_at_once} allowed)"
+        );
     }
     Ok(())
 }
