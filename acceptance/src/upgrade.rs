@@ -289,17 +289,7 @@ pub async fn server_settled(env: &Env) {
                     "jsonpath={range .items[*].endpoints[*]}{.conditions.ready}{\"\\n\"}{end}",
                 ])
             });
-            let replicas = blocking(|| {
-                get(&[
-                    "-n",
-                    NAMESPACE,
-                    "get",
-                    "deployment",
-                    &deployment,
-                    "-o",
-                    "jsonpath={.spec.replicas}",
-                ])
-            });
+            let replicas = blocking(|| deployment_field(env, &deployment, "{.spec.replicas}"));
             let running: Vec<&str> = pods.lines().collect();
             let settled = running.len().to_string() == replicas
                 && running.iter().all(|l| l.split_whitespace().count() == 1)
@@ -358,16 +348,11 @@ async fn reconciled_by_the_new_leader(env: &Env) {
 fn leader_reconciled(env: &Env) -> Option<f64> {
     let get = |args: &[&str]| output(env.kubectl(args, None));
     // The Lease the chart names (leaderElection.lease), as its Deployment tells the operator.
-    let deployment = format!("{RELEASE}-operator");
-    let lease = get(&[
-        "-n",
-        NAMESPACE,
-        "get",
-        "deployment",
-        &deployment,
-        "-o",
-        "jsonpath={.spec.template.spec.containers[0].env[?(@.name==\"KUBESPACES_LEADER_ELECT_LEASE\")].value}",
-    ]);
+    let lease = deployment_field(
+        env,
+        &format!("{RELEASE}-operator"),
+        "{.spec.template.spec.containers[0].env[?(@.name==\"KUBESPACES_LEADER_ELECT_LEASE\")].value}",
+    );
     let holder = get(&[
         "-n",
         NAMESPACE,
@@ -395,6 +380,21 @@ fn leader_reconciled(env: &Env) -> Option<f64> {
         &metrics,
         "kubespaces_reconcile_total",
     ))
+}
+
+/// A field of one of the release's Deployments (a JSONPath); empty when it cannot be read.
+fn deployment_field(env: &Env, deployment: &str, path: &str) -> String {
+    let path = format!("jsonpath={path}");
+    let args = [
+        "-n",
+        NAMESPACE,
+        "get",
+        "deployment",
+        deployment,
+        "-o",
+        &path,
+    ];
+    output(env.kubectl(&args, None))
 }
 
 fn output(out: std::process::Output) -> String {
