@@ -1,8 +1,8 @@
 //! Leader election on a `coordination.k8s.io` Lease, so that several replicas can run and only
 //! one reconciles and writes.
 //!
-//! Acquiring, renewing and releasing the Lease is done by `kube-lease-manager`. Two things are
-//! added on top of it:
+//! Acquiring, renewing and releasing the Lease is done by `kube-lease-manager`. Three things
+//! are added on top of it:
 //!
 //! - **A write fence.** The crate reports a change of leadership only when it sees one; while its
 //!   renewals fail (API server unreachable, overloaded) it keeps saying "leader", although another
@@ -13,7 +13,6 @@
 //!   ([`super::kube_client`]).
 //! - **Short retries.** The crate's own watch loop backs off up to 30 s after an error; the loop
 //!   here retries after at most ~2 s, so leadership is settled soon after the API server is back.
-//!
 //! - **Stepping down first.** On termination the leader closes its fence and hands the Lease
 //!   back before it drains its in-flight reconciles ([`StepDown`]): a standby takes over within
 //!   the moment a single request takes, even when a slow reconcile would outlast the kubelet's
