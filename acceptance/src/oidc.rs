@@ -297,11 +297,14 @@ impl Server {
             session_keys_file: None,
             pending_login_ttl_secs: 300,
             oidc_leeway_secs: 5,
-            // The server's defaults, but for the rate of one user's requests:
-            // cli/tests/bench.rs measures how many one user's lists the server can answer.
-            // Tests of the limits set them (acceptance/tests/hostile_user.rs).
+            // The server's defaults, but for the rate of one user's requests
+            // (cli/tests/bench.rs measures how many one user's lists the server can answer) and
+            // the tenants per owner: the tests of two lanes and the provider's create tenants for
+            // the same Dex users at once, and this count is of the whole cluster's. Tests of the
+            // limits set them (acceptance/tests/hostile_user.rs).
             limits: Limits {
                 rate_limit: Rate::Unlimited,
+                max_tenants_per_owner: 0,
                 ..Limits::default()
             },
         };
