@@ -1,11 +1,12 @@
 //! Security headers on every response (API, portal, probes, errors, redirects), set by one
 //! tower-http layer around the whole router.
 //!
-//! The Content-Security-Policy allows exactly the portal's one inline script and one inline
-//! style, by their SHA-256 hashes: no `'unsafe-inline'`, no other script source at all, so HTML
-//! injected into a page (say, through a tenant field a future change forgets to escape) cannot
-//! run. `connect-src 'self'` is the tenant page's live stream (EventSource); forms post only to
-//! this server; no one may frame the portal (clickjacking of *Delete*/*Log out*).
+//! The Content-Security-Policy allows exactly the portal's inline scripts (one per page) and its
+//! one inline style, by their SHA-256 hashes: no `'unsafe-inline'`, no other script source at
+//! all, so HTML injected into a page (say, through a tenant field a future change forgets to
+//! escape) cannot run. `connect-src 'self'` is the pages' live stream (EventSource) and the
+//! tenant page's Events (fetch); forms post only to this server; no one may frame the portal
+//! (clickjacking of *Delete*/*Log out*).
 
 use axum::{
     body::Body,
@@ -28,10 +29,11 @@ pub fn csp_hash(source: &str) -> String {
 
 /// The policy: nothing is allowed unless listed.
 pub fn content_security_policy() -> String {
+    let scripts: Vec<String> = html::SCRIPTS.iter().map(|s| csp_hash(s)).collect();
     format!(
         "default-src 'none'; script-src {}; style-src {}; connect-src 'self'; \
          form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        csp_hash(html::TENANT_SCRIPT),
+        scripts.join(" "),
         csp_hash(html::STYLE),
     )
 }
@@ -89,11 +91,17 @@ mod tests {
     use super::*;
     use crate::{
         auth::Identity,
+        config::Limits,
         portal::{
-            html::{STYLE, TENANT_SCRIPT, page, tenant_body},
+            html::{
+                LIST_SCRIPT, STYLE, TENANT_SCRIPT, form::FormBounds, list_page, page, tenant_body,
+                welcome::welcome_page,
+            },
             session::Browser,
         },
+        tenant_view::TenantView,
     };
+    use k8s_openapi::jiff::Timestamp;
 
     fn url(flag: Option<&str>) -> PublicUrl {
         let listen: SocketAddr = "127.0.0.1:8080".parse().unwrap();
@@ -215,10 +223,21 @@ mod tests {
         };
         let name = "team-<x>";
         let tenant = Tenant::new(name, TenantSpec::new("alice@example.com", "1", "1Gi", None));
-        let welcome = page("Welcome", None, "<p>Log in</p>").0;
-        let tenant_page = page(name, Some(&browser), &tenant_body(name, &tenant)).0;
+        let view = TenantView::of(&tenant, Timestamp::UNIX_EPOCH);
+        let welcome = welcome_page().0;
+        let bounds = FormBounds::new(&Limits::default(), 1);
+        let list = list_page(
+            std::slice::from_ref(&view),
+            &browser,
+            &bounds,
+            Some("spec.resources.cpu: <bad>"),
+            None,
+        )
+        .0;
+        let body = tenant_body(&view, "", &Ok(vec![]), &browser.csrf, "", None);
+        let tenant_page = page(name, Some(&browser), &body).0;
         let csp = content_security_policy();
-        for html in [&welcome, &tenant_page] {
+        for html in [&welcome, &list, &tenant_page] {
             let (scripts, styles) = (inline(html, "script"), inline(html, "style"));
             assert_eq!(styles, vec![STYLE]);
             for source in scripts.iter().chain(&styles) {
@@ -231,8 +250,9 @@ mod tests {
             assert!(!html.contains(" style="), "{html}");
             assert!(!html.contains("javascript:"), "{html}");
         }
-        // The tenant page's one script, unchanged by the tenant; the name reaches it as data.
+        // Each page's one script, unchanged by the tenant; the name reaches it as data.
         assert_eq!(inline(&tenant_page, "script"), vec![TENANT_SCRIPT]);
+        assert_eq!(inline(&list, "script"), vec![LIST_SCRIPT]);
         assert!(tenant_page.contains("data-tenant=\"team-&lt;x&gt;\""));
         assert!(
             has_inline_handler("<a onclick=\"x()\">"),

@@ -5,7 +5,9 @@
 //! 1. Values and mechanisms, no HTTP: [`error`], [`rate`], [`max_quantity`], [`config`],
 //!    [`auth`], [`store`], [`metrics`], [`public_url`], [`random`], [`rate_limit`],
 //!    [`bounds`].
-//! 2. [`tenants`]: the tenant use cases (list, get, create, delete, kubeconfig), owner-filtered.
+//! 2. [`tenant_view`]: what the portal shows of a tenant (pure); [`tenant_events`]: a tenant's
+//!    recent Events; [`tenants`]: the tenant use cases (list, get, create, delete, kubeconfig,
+//!    Events), owner-filtered.
 //! 3. [`streams`]: the live stream, at most so many per user, ending with the login it came from.
 //! 4. [`portal::seal`], [`portal::session`] and [`portal::oidc`]: the sealing of the portal's
 //!    cookies, what it keeps in them, and its OIDC client.
@@ -44,4 +46,6 @@ pub mod rate_limit;
 pub mod state;
 pub mod store;
 pub mod streams;
+pub mod tenant_events;
+pub mod tenant_view;
 pub mod tenants;

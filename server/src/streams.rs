@@ -19,6 +19,7 @@ use std::{
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kubespaces_api::{api::Tenant, conditions};
 use tokio::time::Instant;
@@ -28,6 +29,7 @@ use crate::{
     auth::Identity,
     error::ApiError,
     store::{Change, Tenants},
+    tenant_view::TenantView,
     tenants::view,
 };
 
@@ -188,8 +190,10 @@ impl Feed {
 pub enum Waiting {
     /// The tenant as the API shows it, nothing else (`/api/v1/tenants/watch`).
     Omitted,
-    /// The tenant and a `waiting` field ([`conditions::waiting_for`]; empty when nothing is unmet),
-    /// so the portal's page shows the CLI's definition without one of its own.
+    /// The tenant, a `waiting` field ([`conditions::waiting_for`]; empty when nothing is unmet),
+    /// so the portal's page shows the CLI's definition without one of its own, and a `view`
+    /// ([`TenantView`]: checklist, quota bars, teardown), which the pages' scripts copy into
+    /// the page without deciding or parsing anything themselves.
     Included,
 }
 
@@ -202,6 +206,8 @@ fn event(change: &Change, waiting: Waiting) -> Event {
             data["waiting"] = conditions::waiting_for(change.tenant.conditions())
                 .unwrap_or_default()
                 .into();
+            data["view"] = serde_json::to_value(TenantView::of(&change.tenant, Timestamp::now()))
+                .unwrap_or_default();
             event.json_data(data)
         }
     };

@@ -1,5 +1,6 @@
 //! The tenant use cases, shared by the REST API ([`crate::api`]) and the portal
-//! ([`crate::portal`]): list, get, create, delete a tenant and hand out its kubeconfig. Every
+//! ([`crate::portal`]): list, get, create, delete a tenant, hand out its kubeconfig and (to the
+//! portal) its recent Events. Every
 //! one sees a tenant only when the caller owns it or is an admin; a tenant the caller may not
 //! see is answered exactly like one that does not exist. No HTTP here: the adapters turn the
 //! results into responses.
@@ -24,6 +25,7 @@ use crate::{
     config::Limits,
     error::ApiError,
     store::Tenants,
+    tenant_events::{self, RecentEvent},
 };
 
 /// How long a create waits for the cache to hold the tenant it created (usually milliseconds).
@@ -177,6 +179,16 @@ impl TenantService {
         })?;
         info!(caller = %caller.email, tenant = %name, owner = %tenant.spec.owner, "deleted tenant");
         Ok(())
+    }
+
+    /// The recent Events of the tenant, for its owner or an admin.
+    pub async fn events(
+        &self,
+        caller: &Identity,
+        name: &str,
+    ) -> Result<Vec<RecentEvent>, ApiError> {
+        let tenant = self.visible(caller, name)?;
+        tenant_events::recent(self.client.clone(), &tenant).await
     }
 
     /// The tenant kubeconfig, for its owner or an admin.

@@ -1,39 +1,60 @@
 //! The portal's pages and its live stream: the tenant list and the new-tenant form (`/`,
-//! `POST /tenants`), a tenant's page (`/tenants/{name}`), its kubeconfig download and the
-//! stream the tenant page follows (`/portal/events`), all through the tenant use cases
-//! ([`crate::tenants`]) as the logged-in browser.
+//! `POST /tenants`), a tenant's page (`/tenants/{name}`), its kubeconfig download, its recent
+//! Events (`/tenants/{name}/events`, JSON for the page's script), its deletion
+//! (`POST /tenants/{name}/delete`) and the stream the pages follow (`/portal/events`), all
+//! through the tenant use cases ([`crate::tenants`]) as the logged-in browser.
 
 use axum::{
-    Form,
+    Form, Json,
     extract::{Path, Query, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Redirect, Response, sse::Event},
 };
+use k8s_openapi::jiff::Timestamp;
+use kubespaces_api::conditions;
 use serde::Deserialize;
+use tracing::warn;
 
 use super::{
     extract::BrowserSession,
-    html::{NewTenant, esc, list_page, page, tenant_body},
+    html::{NewTenant, esc, form::FormBounds, list_page, page, tenant_body, welcome::welcome_page},
     session::Browser,
 };
 use crate::{
     api::kubeconfig_download,
     state::AppState,
     streams::{Until, Waiting, changes_stream},
+    tenant_view::TenantView,
     tenants::CreateTenant,
 };
 
+/// The home page (the list and the form), after a refused create with its `error` and `form`.
+fn home_page(
+    state: &AppState,
+    b: &Browser,
+    error: Option<&str>,
+    form: Option<&NewTenant>,
+) -> Response {
+    let now = Timestamp::now();
+    let tenants = state.tenants.list(&b.identity);
+    let views: Vec<TenantView> = tenants.iter().map(|t| TenantView::of(t, now)).collect();
+    let owned = tenants
+        .iter()
+        .filter(|t| t.spec.owner == b.identity.email)
+        .count();
+    let bounds = FormBounds::new(&state.config.limits, owned);
+    list_page(&views, b, &bounds, error, form).into_response()
+}
+
 pub async fn home(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let Some(browser) = state.portal.browser(&headers) else {
-        return page(
-            "Welcome",
-            None,
-            "<h1>KubeSpaces</h1><p>Your own Kubernetes. Log in to see and create your tenants.</p><a class=\"button\" href=\"/login\">Log in</a>",
-        )
-        .into_response();
-    };
-    let tenants = state.tenants.list(&browser.identity);
-    list_page(&tenants, &browser, None, None).into_response()
+    match state.portal.browser(&headers) {
+        Some(browser) => home_page(&state, &browser, None, None),
+        None => welcome_page().into_response(),
+    }
+}
+
+fn forged() -> Response {
+    (StatusCode::FORBIDDEN, "invalid form token: reload the page").into_response()
 }
 
 pub async fn create(
@@ -42,7 +63,7 @@ pub async fn create(
     Form(form): Form<NewTenant>,
 ) -> Response {
     if form.csrf != b.csrf {
-        return (StatusCode::FORBIDDEN, "invalid form token: reload the page").into_response();
+        return forged();
     }
     let request = CreateTenant {
         name: form.name.trim().to_owned(),
@@ -56,14 +77,50 @@ pub async fn create(
         Ok(_) => Redirect::to(&format!("/tenants/{name}")).into_response(),
         Err(e) => {
             let status = e.status();
-            let tenants = state.tenants.list(&b.identity);
-            (
-                status,
-                list_page(&tenants, &b, Some(&e.to_string()), Some(&form)),
-            )
-                .into_response()
+            let mut response = home_page(&state, &b, Some(&e.to_string()), Some(&form));
+            *response.status_mut() = status;
+            response
         }
     }
+}
+
+fn not_found(b: &Browser, e: &crate::error::ApiError) -> Response {
+    (
+        e.status(),
+        page(
+            "Not found",
+            Some(b),
+            &format!("<p>{}</p>", esc(&e.to_string())),
+        ),
+    )
+        .into_response()
+}
+
+/// The tenant page as `b` sees it (after a refused deletion: its `delete_error`).
+async fn tenant_response(
+    state: &AppState,
+    b: &Browser,
+    name: &str,
+    delete_error: Option<&str>,
+) -> Response {
+    let tenant = match state.tenants.visible(&b.identity, name) {
+        Ok(t) => t,
+        Err(e) => return not_found(b, &e),
+    };
+    let view = TenantView::of(&tenant, Timestamp::now());
+    let waiting = conditions::waiting_for(tenant.conditions()).unwrap_or_default();
+    // The page works without its Events: a refusal to read them is said on the page.
+    let events = state.tenants.events(&b.identity, name).await.map_err(|e| {
+        warn!(tenant = %name, error = %e, "could not read the tenant's Events");
+        e.to_string()
+    });
+    let login = format!("kubespaces login --server {}", state.public_url.as_str());
+    page(
+        name,
+        Some(b),
+        &tenant_body(&view, &waiting, &events, &b.csrf, &login, delete_error),
+    )
+    .into_response()
 }
 
 pub async fn tenant_page(
@@ -71,21 +128,55 @@ pub async fn tenant_page(
     b: Browser,
     Path(name): Path<String>,
 ) -> Response {
-    let tenant = match state.tenants.visible(&b.identity, &name) {
-        Ok(t) => t,
-        Err(e) => {
-            return (
-                e.status(),
-                page(
-                    "Not found",
-                    Some(&b),
-                    &format!("<p>{}</p>", esc(&e.to_string())),
-                ),
-            )
-                .into_response();
+    tenant_response(&state, &b, &name, None).await
+}
+
+/// What the deletion form posts: the CSRF token and the name typed to confirm.
+#[derive(Deserialize)]
+pub struct DeleteTenant {
+    csrf: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+/// Deletes the tenant when the name typed is its name, then shows its page (the teardown,
+/// live); a wrong name deletes nothing and says so next to the field.
+pub async fn delete(
+    State(state): State<AppState>,
+    b: Browser,
+    Path(name): Path<String>,
+    Form(form): Form<DeleteTenant>,
+) -> Response {
+    if form.csrf != b.csrf {
+        return forged();
+    }
+    if form.confirm.trim() != name {
+        let error = format!(
+            "\"{}\" is not this tenant's name: type {name} exactly to delete it",
+            form.confirm.trim()
+        );
+        let mut response = tenant_response(&state, &b, &name, Some(&error)).await;
+        if response.status().is_success() {
+            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
         }
-    };
-    page(&name, Some(&b), &tenant_body(&name, &tenant)).into_response()
+        return response;
+    }
+    match state.tenants.delete(&b.identity, &name).await {
+        Ok(()) => Redirect::to(&format!("/tenants/{name}")).into_response(),
+        Err(e) => not_found(&b, &e),
+    }
+}
+
+/// The tenant's recent Events, for its page's script.
+pub async fn tenant_events(
+    State(state): State<AppState>,
+    b: BrowserSession,
+    Path(name): Path<String>,
+) -> Response {
+    match state.tenants.events(&b.identity, &name).await {
+        Ok(events) => Json(events).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 pub async fn download(
@@ -115,8 +206,9 @@ pub struct EventsQuery {
     name: Option<String>,
 }
 
-/// The tenant page's live stream: counted among the user's streams, and ended with the session
-/// (its expiry, at the latest its token's, or a logout) by an `expired` event the page shows.
+/// The pages' live stream (one tenant's for its page, every visible tenant's for the list):
+/// counted among the user's streams, and ended with the session (its expiry, at the latest its
+/// token's, or a logout) by an `expired` event the page shows.
 pub async fn events(
     State(state): State<AppState>,
     b: BrowserSession,
@@ -133,7 +225,7 @@ pub async fn events(
         still: Some(Box::new(move || portal.session_alive(&id))),
         last: Event::default()
             .event("expired")
-            .data("your session has ended: log in again to follow this tenant"),
+            .data("your session has ended: log in again to see live changes"),
     };
     let tenants = state.tenants.store();
     changes_stream(tenants, b.identity, q.name, until, Waiting::Included, slot).into_response()

@@ -1,0 +1,213 @@
+//! A tenant's page: its phase as a badge, its progress as a live checklist, how to use it (URLs
+//! and commands with copy buttons, the kubeconfig download), its quota, its control plane, its
+//! recent Events, and its deletion (typed confirmation, then the teardown, live). One script
+//! follows the live stream and copies the server's view of the tenant into the page.
+
+use super::{badge, checklist::progress, esc, events::events, quota};
+use crate::{tenant_events::RecentEvent, tenant_view::TenantView};
+
+/// Follows the tenant's live stream and copies each view into the page (text only: conditions,
+/// messages and Events are tenant-influenced), refetches the Events when the tenant changes,
+/// and runs the copy buttons. A constant: the CSP allows it by its hash; the tenant's name
+/// reaches it through the HTML-escaped `data-tenant` attribute.
+pub const TENANT_SCRIPT: &str = "(()=>{const $=id=>document.getElementById(id);const name=$('tenant').dataset.tenant;\
+const mk=(tag,cls,text)=>{const e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=text;return e;};\
+const hide=(id,yes)=>{$(id).hidden=yes;};\
+const word=s=>s.charAt(0).toUpperCase()+s.slice(1);\
+const show=(v,waiting)=>{const p=$('phase');p.textContent=v.phase;p.className='badge phase-'+v.phase;\
+$('waiting').textContent=waiting?('Waiting for '+waiting):'';\
+$('checklist').replaceChildren(...v.checks.map(c=>{const li=mk('li',c.state);li.dataset.type=c.type;li.dataset.status=c.status;\
+if(c.state==='blocking')li.setAttribute('aria-current','step');\
+li.append(mk('span','state',word(c.state)),mk('strong','label',c.label),mk('span','reason',c.reason),mk('span','message',c.message));return li;}));\
+hide('checklist-empty',v.checks.length>0);hide('teardown',!v.teardown);hide('delete',!!v.teardown);\
+if(v.teardown){$('teardown-reason').textContent=v.teardown.reason;$('teardown-message').textContent=v.teardown.message;}\
+for(const k of ['api','apps']){$(k).textContent=v[k];hide(k+'-row',!v[k]);}hide('endpoints-pending',!!v.api);\
+$('quota-rows').replaceChildren(...v.quota.map(b=>{const tr=mk('tr');tr.dataset.key=b.key;tr.dataset.used=b.used;tr.dataset.hard=b.hard;\
+const th=mk('th',null,b.label);th.scope='row';const td=mk('td');\
+if(b.hardValue>0){const m=mk('meter');m.min=0;m.max=b.hardValue;m.value=b.usedValue;m.setAttribute('aria-label',b.label+' used');td.append(m);}\
+td.append(mk('span','figure',b.used+' of '+b.hard+(b.hardValue>0?'':' (none allowed)')));tr.append(th,td);return tr;}));\
+hide('quota-empty',v.quota.length>0);hide('quota-region',v.quota.length===0);\
+$('footprint').replaceChildren(...v.footprint.flatMap(s=>{const dd=mk('dd',null,s.amount);dd.dataset.key=s.key;return [mk('dt',null,s.label),dd];}));\
+$('chart-version').textContent=v.chartVersion||'not known yet';$('kubernetes-version').textContent=v.kubernetesVersion||'not known yet';};\
+let queued=false;\
+const events=()=>{if(queued)return;queued=true;setTimeout(()=>{queued=false;\
+fetch('/tenants/'+encodeURIComponent(name)+'/events',{headers:{accept:'application/json'}}).then(r=>r.ok?r.json():Promise.reject(r.status)).then(list=>{\
+$('events').replaceChildren(...list.map(e=>{const li=mk('li');li.dataset.reason=e.reason;const t=mk('time',null,e.when);t.dateTime=e.time;\
+li.append(t,mk('span','event-type',e.type),' ',mk('strong',null,e.reason),' ',mk('span','note',e.note));if(e.count>1)li.append(' (×'+e.count+')');return li;}));\
+hide('events-empty',list.length>0);hide('events-error',true);}).catch(()=>{});},1000);};\
+const es=new EventSource('/portal/events?name='+encodeURIComponent(name));\
+es.addEventListener('applied',e=>{const d=JSON.parse(e.data);show(d.view,d.waiting);events();});\
+es.addEventListener('deleted',()=>{const p=$('phase');p.textContent='Deleted';p.className='badge phase-Deleted';\
+$('waiting').textContent='';hide('teardown',false);hide('delete',true);$('teardown-reason').textContent='Gone';\
+$('teardown-message').textContent='the tenant and everything in it are deleted';});\
+es.addEventListener('expired',e=>{es.close();$('waiting').textContent=e.data;});\
+document.querySelectorAll('button[data-copy]').forEach(b=>b.addEventListener('click',()=>{const text=$(b.dataset.copy).textContent;\
+const said=ok=>{$('copy-status').textContent=ok?('Copied: '+text):'Could not copy: select the text and copy it';};\
+if(navigator.clipboard)navigator.clipboard.writeText(text).then(()=>said(true),()=>said(false));else said(false);}));})();";
+
+/// The commands a user copies: merge the kubeconfig with the CLI (its context is named after
+/// the tenant: `cli/src/kubeconfig.rs`), then use that context.
+pub fn commands(name: &str) -> (String, String) {
+    (
+        format!("kubespaces tenant kubeconfig {name} --merge"),
+        format!("kubectl --context {name} get ns"),
+    )
+}
+
+/// A line to copy: `text` in a `<code id>` and its copy button.
+fn copyable(id: &str, what: &str, text: &str, row: Option<&str>) -> String {
+    let (open, label) = match row {
+        Some(label) => (
+            format!(
+                "<div class=\"cmd\" id=\"{id}-row\"{}>",
+                if text.is_empty() { " hidden" } else { "" }
+            ),
+            format!("<span>{label}</span>"),
+        ),
+        None => ("<div class=\"cmd\">".to_owned(), String::new()),
+    };
+    format!(
+        "{open}{label}<code id=\"{id}\">{}</code><button type=\"button\" class=\"copy\" data-copy=\"{id}\" aria-label=\"Copy {what}\">Copy</button></div>",
+        esc(text)
+    )
+}
+
+/// The deletion form: type the tenant's name, then *Delete tenant* (POST, with the CSRF token);
+/// `error` after a wrong name. Hidden while the tenant is being deleted.
+fn delete_form(name: &str, csrf: &str, deleting: bool, error: Option<&str>) -> String {
+    let n = esc(name);
+    let (describedby, invalid, error) = match error {
+        Some(e) => (
+            "confirm-hint confirm-error",
+            " aria-invalid=\"true\"",
+            format!(
+                "<span class=\"field-error\" id=\"confirm-error\" role=\"alert\">{}</span>",
+                esc(e)
+            ),
+        ),
+        None => ("confirm-hint", "", String::new()),
+    };
+    format!(
+        "<section id=\"delete\" aria-labelledby=\"delete-h\"{}><h2 id=\"delete-h\">Delete this tenant</h2>\
+<p>Deleting removes the tenant's namespace, its control plane and everything in them. It cannot be undone.</p>\
+<form method=\"post\" action=\"/tenants/{n}/delete\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<div class=\"field\"><label for=\"confirm\">Tenant name</label><input id=\"confirm\" name=\"confirm\" autocomplete=\"off\" aria-describedby=\"{describedby}\"{invalid}>\
+<span class=\"hint\" id=\"confirm-hint\">Type <strong>{n}</strong> to confirm.</span>{error}</div>\
+<div class=\"actions\"><button type=\"submit\" class=\"danger\">Delete tenant</button></div></form></section>",
+        if deleting { " hidden" } else { "" },
+        esc(csrf),
+    )
+}
+
+/// The tenant page's content. `events` are the recent Events (or why they could not be
+/// read); `login` the CLI's login command for this server; `delete_error` after a refused
+/// confirmation.
+pub fn tenant_body(
+    view: &TenantView,
+    waiting: &str,
+    events_list: &Result<Vec<RecentEvent>, String>,
+    csrf: &str,
+    login: &str,
+    delete_error: Option<&str>,
+) -> String {
+    let n = esc(&view.name);
+    let (merge, kubectl) = commands(&view.name);
+    let waiting = if waiting.is_empty() {
+        String::new()
+    } else {
+        format!("Waiting for {waiting}")
+    };
+    format!(
+        "<div id=\"tenant\" data-tenant=\"{n}\"><h1>{n} {}</h1><p class=\"muted\">Owner {}{}</p>\
+{}\
+<section aria-labelledby=\"use-h\"><h2 id=\"use-h\">Use it</h2>\
+<p id=\"endpoints-pending\"{}>Its URLs appear here once its control plane is exposed.</p>{}{}\
+<p>Merge its kubeconfig into yours with the CLI (once logged in: <code>{}</code>), then use its context:</p>{}{}\
+<p><a class=\"button\" id=\"kubeconfig\" href=\"/tenants/{n}/kubeconfig\" download=\"{n}.kubeconfig\">Download kubeconfig</a></p>\
+<p id=\"copy-status\" class=\"muted\" role=\"status\"></p></section>\
+{}{}{}{}<p><a href=\"/\">All tenants</a></p><script>{TENANT_SCRIPT}</script></div>",
+        badge(&view.phase, Some("phase")),
+        esc(&view.owner),
+        if view.age.is_empty() {
+            String::new()
+        } else {
+            format!(", created {} ago", esc(&view.age))
+        },
+        progress(&waiting, &view.checks, view.teardown.as_ref()),
+        if view.api.is_empty() { "" } else { " hidden" },
+        copyable("api", "the API URL", &view.api, Some("API")),
+        copyable("apps", "the apps URL", &view.apps, Some("Apps")),
+        esc(login),
+        copyable("cmd-merge", "the kubeconfig command", &merge, None),
+        copyable("cmd-kubectl", "the kubectl command", &kubectl, None),
+        quota::quota(view),
+        quota::control_plane(view),
+        events(events_list),
+        delete_form(&view.name, csrf, view.teardown.is_some(), delete_error),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::Timestamp;
+    use kubespaces_api::api::{Tenant, TenantSpec};
+
+    use super::*;
+
+    fn view(name: &str) -> TenantView {
+        TenantView::of(
+            &Tenant::new(name, TenantSpec::new("alice@example.com", "1", "1Gi", None)),
+            Timestamp::UNIX_EPOCH,
+        )
+    }
+
+    #[test]
+    fn the_page_offers_the_exact_commands_and_the_typed_deletion() {
+        let html = tenant_body(
+            &view("team-atlas"),
+            "",
+            &Ok(vec![]),
+            "tok",
+            "kubespaces login --server https://k.example.com",
+            None,
+        );
+        assert!(html.contains("<code id=\"cmd-merge\">kubespaces tenant kubeconfig team-atlas --merge</code><button type=\"button\" class=\"copy\" data-copy=\"cmd-merge\""), "{html}");
+        assert!(
+            html.contains("<code id=\"cmd-kubectl\">kubectl --context team-atlas get ns</code>")
+        );
+        assert!(
+            html.contains("<div class=\"cmd\" id=\"api-row\" hidden>"),
+            "no URL yet: no row"
+        );
+        assert!(html.contains("<form method=\"post\" action=\"/tenants/team-atlas/delete\"><input type=\"hidden\" name=\"csrf\" value=\"tok\">"));
+        assert!(
+            html.contains("<section id=\"delete\" aria-labelledby=\"delete-h\"><h2"),
+            "shown: not being deleted"
+        );
+        assert!(html.contains("<span class=\"badge phase-Pending\" id=\"phase\">Pending</span>"));
+        let refused = tenant_body(
+            &view("team-atlas"),
+            "",
+            &Ok(vec![]),
+            "tok",
+            "",
+            Some("type team-atlas"),
+        );
+        assert!(
+            refused
+                .contains("aria-describedby=\"confirm-hint confirm-error\" aria-invalid=\"true\""),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn the_name_reaches_the_script_only_as_escaped_data() {
+        let html = tenant_body(&view("x\"><script>"), "", &Ok(vec![]), "tok", "", None);
+        assert!(html.contains("data-tenant=\"x&quot;&gt;&lt;script&gt;\""));
+        assert_eq!(
+            html.matches("<script>").count(),
+            1,
+            "only the page's own script"
+        );
+    }
+}
