@@ -9,6 +9,7 @@ pub mod hostile;
 pub mod lease;
 pub mod oidc;
 pub mod operator;
+pub mod pod_logs;
 pub mod pods;
 pub mod probe;
 pub mod release;

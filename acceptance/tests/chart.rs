@@ -1,8 +1,8 @@
 //! The operator as the chart installs it (`acceptance/harness/chart.sh install`, run by
 //! `make test` before the tests): two replicas under their ServiceAccount with the restricted
 //! security context, one of them holding the Lease and doing every write; when the leader's pod
-//! is killed another replica takes over and reconciles new Tenants. Twice: the pod deleted without
-//! grace period (the kubelet still stops it with SIGTERM, and the leader hands the Lease back),
+//! is killed another replica takes over and reconciles new Tenants. Twice: the pod deleted with a
+//! grace period of 1 s (the kubelet stops it with SIGTERM, and the leader hands the Lease back),
 //! and the leader's process killed with SIGKILL as its pod is deleted (as when its node dies:
 //! nothing is handed back, the Lease must expire first), that time with a tenant's control plane
 //! in flight, which the new leader finishes: Ready, nothing recreated, nothing orphaned. Both
@@ -24,6 +24,7 @@ use kubespaces_acceptance::{
     control_planes::{assert_apply_resumed, labelled_objects, rendered_objects},
     lease::handover,
     operator::{metric_sum, metric_sum_where},
+    pod_logs::Followed,
     pods::{describe, wait_running_ready},
     tenant_yaml, wait_for, wait_gone, wait_ready,
 };
@@ -300,6 +301,11 @@ impl Operator {
         tenant: &str,
     ) -> String {
         let tenants = self.env.tenants().await;
+        // Both replicas' logs, followed through the kill: a wrong handover is explained by what
+        // the old leader said on its way out (its pod takes its log with it) and what the standby
+        // saw of the Lease.
+        let names: Vec<String> = self.running().await.iter().map(name).collect();
+        let logs = Followed::start(&self.pods, &names);
         let started = Instant::now();
         let handover = handover(
             &self.leases,
@@ -317,13 +323,15 @@ impl Operator {
         assert_eq!(
             handover.taken_before_expiry,
             graceful,
-            "leader {leader} {how}: {}: {handover:?}",
+            "leader {leader} {how}: {}: {handover:?}\n{}",
             if graceful {
                 "it hands the Lease back, and the next pod takes it before it expires"
             } else {
                 "nothing is handed back, and no pod takes the Lease before it expires"
-            }
+            },
+            logs.text()
         );
+        drop(logs);
         let new_leader = handover.holder;
         let pod = self.pods.get_opt(&new_leader).await.expect("read the pod");
         assert!(
@@ -419,21 +427,25 @@ async fn two_replicas_one_leader_writes_and_the_lease_is_handed_back_or_expires(
     wait_ready(&tenants, "chart-seed", Duration::from_secs(240)).await;
     op.one_leader_writes(&leader).await;
 
-    // The leader's pod deleted without grace period.
-    let delete_now = DeleteParams {
-        grace_period_seconds: Some(0),
+    // The leader's pod deleted with a grace period of 1 s: SIGTERM, and SIGKILL soon after,
+    // sooner than the leader's in-flight reconciles drain under load, so it must hand the Lease
+    // back first. (Not 0: a pod force-deleted is gone from the API at once, and with it the
+    // validity of its ServiceAccount token, so its hand-back is refused now and then (401). The
+    // Lease then expires, which the kill below tests.)
+    let delete_soon = DeleteParams {
+        grace_period_seconds: Some(1),
         ..DeleteParams::default()
     };
     let kill = async || {
         op.pods
-            .delete(&leader, &delete_now)
+            .delete(&leader, &delete_soon)
             .await
             .expect("delete the leader's pod");
     };
     let leader = op
         .fail_over(
             &leader,
-            "deleted with grace period 0",
+            "deleted with grace period 1 s",
             true,
             kill,
             "chart-deleted",
@@ -472,7 +484,7 @@ async fn two_replicas_one_leader_writes_and_the_lease_is_handed_back_or_expires(
             .expect("run kill");
         assert!(status.success(), "kill -KILL {pid}");
         op.pods
-            .delete(&leader, &delete_now)
+            .delete(&leader, &delete_soon)
             .await
             .expect("delete the killed leader's pod");
     };

@@ -289,10 +289,14 @@ impl Election {
         Ok(())
     }
 
-    /// Resolves when leadership is lost.
+    /// Resolves when leadership is lost, and never after this process left the election on
+    /// its own ([`StepDown`]): the election's task has ended then, which is no loss, and the
+    /// controller must go on draining.
     pub async fn lost(&self) -> LeaderError {
         let mut role = self.role.clone();
-        let _ = role.wait_for(|r| *r == Role::Lost).await;
+        if role.wait_for(|r| *r == Role::Lost).await.is_err() {
+            std::future::pending::<()>().await;
+        }
         LeaderError::Lost(self.name.clone())
     }
 
@@ -319,8 +323,11 @@ impl Election {
 }
 
 /// A leader's way out: its fence closed, then the Lease handed back, before its in-flight
-/// reconciles drain. A reconcile takes seconds under load, and a pod deleted without grace period
-/// gets two before SIGKILL: handing back after the drain would leave the Lease to expire.
+/// reconciles drain. A reconcile takes seconds under load, and a pod deleted with a short grace
+/// period gets little more before SIGKILL: handing back after the drain would leave the Lease to
+/// expire. (A pod force-deleted, with grace period 0, cannot hand it back at all: its
+/// ServiceAccount token is bound to the pod, and the API server refuses it once the pod is gone.
+/// The Lease then expires, as after a kill.)
 #[derive(Clone)]
 pub struct StepDown {
     gate: WriteGate,
@@ -525,6 +532,38 @@ mod tests {
         assert!(gate.allows_writes());
         gate.clone().close();
         assert!(!gate.allows_writes(), "a clone shares the fence");
+    }
+
+    fn election(role: watch::Receiver<Role>) -> Election {
+        Election {
+            role,
+            gate: WriteGate::open(),
+            resign: Arc::new(watch::channel(false).0),
+            task: tokio::spawn(async {}),
+            name: "ns/lease".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn leaving_the_election_is_not_losing_it() {
+        use futures::FutureExt;
+        // Stepped down: the election's task ended after saying Left.
+        let (role_tx, role) = watch::channel(Role::Leader);
+        let left = election(role);
+        role_tx.send_replace(Role::Left);
+        drop(role_tx);
+        assert!(
+            left.lost().now_or_never().is_none(),
+            "a step-down is not a loss: the controller goes on draining"
+        );
+        let (role_tx, role) = watch::channel(Role::Leader);
+        let lost = election(role);
+        role_tx.send_replace(Role::Lost);
+        drop(role_tx);
+        assert!(matches!(
+            lost.lost().now_or_never(),
+            Some(LeaderError::Lost(_))
+        ));
     }
 
     #[test]
