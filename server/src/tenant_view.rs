@@ -34,6 +34,9 @@ pub struct TenantView {
     pub kubernetes_version: String,
     /// How old the tenant is, as `kubectl get` writes it (`5m`, `3h`, `2d`).
     pub age: String,
+    /// The resourceVersion this view was made from: the page carries it (`data-version`), so
+    /// which write of the tenant a page shows can be told (the portal's benchmark).
+    pub version: String,
 }
 
 /// One detail condition, as a checklist item.
@@ -301,6 +304,7 @@ impl TenantView {
                 tenant.metadata.creation_timestamp.as_ref().map(|t| &t.0),
                 now,
             ),
+            version: tenant.metadata.resource_version.clone().unwrap_or_default(),
         }
     }
 

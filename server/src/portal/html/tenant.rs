@@ -36,7 +36,7 @@ $('events').replaceChildren(...list.map(e=>{const li=mk('li');li.dataset.reason=
 li.append(t,mk('span','event-type',e.type),' ',mk('strong',null,e.reason),' ',mk('span','note',e.note));if(e.count>1)li.append(' (×'+e.count+')');return li;}));\
 hide('events-empty',list.length>0);hide('events-error',true);}).catch(()=>{});},1000);};\
 const es=new EventSource('/portal/events?name='+encodeURIComponent(name));\
-es.addEventListener('applied',e=>{const d=JSON.parse(e.data);show(d.view,d.waiting);events();});\
+es.addEventListener('applied',e=>{const d=JSON.parse(e.data);show(d.view,d.waiting);$('tenant').dataset.version=d.view.version;events();});\
 es.addEventListener('deleted',()=>{const p=$('phase');p.textContent='Deleted';p.className='badge phase-Deleted';\
 $('waiting').textContent='';hide('teardown',false);hide('delete',true);$('teardown-reason').textContent='Gone';\
 $('teardown-message').textContent='the tenant and everything in it are deleted';});\
@@ -118,7 +118,7 @@ pub fn tenant_body(
         format!("Waiting for {waiting}")
     };
     format!(
-        "<div id=\"tenant\" data-tenant=\"{n}\"><h1>{n} {}</h1><p class=\"muted\">Owner {}{}</p>\
+        "<div id=\"tenant\" data-tenant=\"{n}\" data-version=\"{}\"><h1>{n} {}</h1><p class=\"muted\">Owner {}{}</p>\
 {}\
 <section aria-labelledby=\"use-h\"><h2 id=\"use-h\">Use it</h2>\
 <p id=\"endpoints-pending\"{}>Its URLs appear here once its control plane is exposed.</p>{}{}\
@@ -126,6 +126,7 @@ pub fn tenant_body(
 <p><a class=\"button\" id=\"kubeconfig\" href=\"/tenants/{n}/kubeconfig\" download=\"{n}.kubeconfig\">Download kubeconfig</a></p>\
 <p id=\"copy-status\" class=\"muted\" role=\"status\"></p></section>\
 {}{}{}{}<p><a href=\"/\">All tenants</a></p><script>{TENANT_SCRIPT}</script></div>",
+        esc(&view.version),
         badge(&view.phase, Some("phase")),
         esc(&view.owner),
         if view.age.is_empty() {
