@@ -2,6 +2,7 @@
 //! (started by `acceptance/harness/cluster-up.sh`) the way a user would, with `kubectl` and a
 //! Kubernetes client, and wait for what the operator does.
 
+pub mod browser;
 pub mod control_planes;
 pub mod doc_console;
 pub mod figures;
