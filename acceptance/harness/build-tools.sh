@@ -37,14 +37,17 @@
 #                  against (acceptance/harness/dex.sh; the server's and the CLI's tests)
 #   ociarchive     acceptance/tools/images/ociarchive: the harness's image tarballs as OCI image
 #                  archives, for make dist (dist.sh)
+#   conformance    the upstream conformance suite (e2e.test, built with go test -c) and agnhost, the
+#                  program most of its pods run, from the cluster's Kubernetes module and pins
+#                  (acceptance/tools/conformance), for make conformance (conformance.sh)
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --with) [ $# -ge 2 ] || { echo "build-tools: --with needs a name" >&2; exit 2; }
             EXTRAS+=("$2"); shift 2 ;;
-    --all) EXTRAS+=(kwok tofu tf-kubectl helm health-check crossplane vcluster dex ociarchive); shift ;;
-    *) echo "usage: build-tools.sh [--with kwok|tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex|ociarchive]... [--all]" >&2; exit 2 ;;
+    --all) EXTRAS+=(kwok tofu tf-kubectl helm health-check crossplane vcluster dex ociarchive conformance); shift ;;
+    *) echo "usage: build-tools.sh [--with kwok|tofu|tf-kubectl|helm|health-check|crossplane|vcluster|dex|ociarchive|conformance]... [--all]" >&2; exit 2 ;;
   esac
 done
 # Without this, `set -e` is off inside $(...) and a failed `go build` in build_cached would go on
@@ -71,6 +74,7 @@ fi
 rm -rf "$CACHE"/*/*.tmp.*
 
 # build_cached NAME VERSION MODDIR LDFLAGS PKG...  -> echoes the cache dir holding the binaries
+# (GO_TEST_PKG: a package whose tests are compiled too, go test -c, into PKGNAME.test)
 build_cached() {
   local name=$1 version=$2 moddir=$3 ldflags=$4; shift 4
   local key out tmp
@@ -78,14 +82,17 @@ build_cached() {
   # GO_TAGS (build tags) and GOFLAGS are part of the key too. Sources in the module dir (a small
   # main) count.
   key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; find "$moddir" -name '*.go' -type f | sort | xargs -r cat
-          echo "$ldflags ${GO_TAGS:-} $GOFLAGS $*") | sha256sum | cut -c1-12)
+          echo "$ldflags ${GO_TAGS:-} $GOFLAGS $*${GO_TEST_PKG:+ test $GO_TEST_PKG}") | sha256sum | cut -c1-12)
   out="$CACHE/$name/$version-$GOV-$key"
   if [ ! -f "$out/.complete" ]; then
     echo "build-tools: building $name $version (cold builds take minutes; cached afterwards in $out)" >&2
     mkdir -p "$CACHE/$name"
     tmp=$(mktemp -d "$out.tmp.XXXXXX")
     local t0=$SECONDS
-    if ! ( cd "$moddir" && go mod download && go build ${GO_TAGS:+-tags "$GO_TAGS"} -ldflags "$ldflags" -o "$tmp/" "$@" ) >&2; then
+    if ! ( cd "$moddir" && go mod download && go build ${GO_TAGS:+-tags "$GO_TAGS"} -ldflags "$ldflags" -o "$tmp/" "$@" \
+           && if [ -n "${GO_TEST_PKG:-}" ]; then
+                go test -c -ldflags "$ldflags" -o "$tmp/$(basename "$GO_TEST_PKG").test" "$GO_TEST_PKG"
+              fi ) >&2; then
       rm -rf "$tmp"
       echo "build-tools: building $name $version failed" >&2
       return 1
@@ -326,7 +333,15 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
     ociarchive)
       dir=$(build_cached ociarchive "$GGCR_V" "$TOOLS/images" "-s -w" ./ociarchive)
       ln -sfn "$dir/ociarchive" "$BIN/ociarchive" ;;
-    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster, dex, ociarchive)" >&2; exit 2 ;;
+    conformance)
+      # Versioned like the cluster (the same Kubernetes, stamped the same way): the suite checks
+      # the server's version against its own. Its packages are mostly the cluster's, compiled
+      # already: about 2.5 min after the cluster's build.
+      dir=$(GO_TEST_PKG=k8s.io/kubernetes/test/e2e build_cached conformance "$K8S_V" \
+        "$TOOLS/conformance" "$K8S_LD" k8s.io/kubernetes/test/images/agnhost)
+      ln -sfn "$dir/e2e.test" "$BIN/e2e.test"
+      ln -sfn "$dir/agnhost" "$BIN/agnhost" ;;
+    *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster, dex, ociarchive, conformance)" >&2; exit 2 ;;
   esac
 done
 echo "$BIN"

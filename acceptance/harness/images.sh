@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# images.sh build|import STATE_DIR|operator|server STATE_DIR BINARY|vcluster|crossplane STATE_DIR|dist OPERATOR SERVER — the node's
+# images.sh build|import STATE_DIR|operator|server STATE_DIR BINARY|vcluster|crossplane|conformance STATE_DIR|dist OPERATOR SERVER — the node's
 # container images, without a registry.
 #
 # build: writes each image as a docker-archive tarball with mkimage (acceptance/tools/images) from
@@ -24,6 +24,11 @@
 # dist: builds (or looks up) the images of the platform and its tenants, from the operator and
 #   server binaries given (OPERATOR SERVER) and the vCluster's, and prints their lines as build
 #   does, importing nothing: operator, server, vcluster, kubernetes, coredns (dist.sh).
+# conformance: builds and imports the images the conformance suite's pods run, under the names the
+#   suite gives them with manifests/conformance-registries.yaml (e2e.test --list-images; every
+#   registry is localhost/kubespaces): agnhost, from the cluster's Kubernetes module (build-tools.sh
+#   --with conformance), on busybox as upstream's is on alpine; the harness's busybox and pause under
+#   the suite's tags. Prints the names it does not provide (run-conformance.sh reports them).
 # crossplane: builds and imports Crossplane's image and the package of the composition function
 #   docs/crossplane.md uses (binaries and upstream files: build-tools.sh --with crossplane), for
 #   crossplane.sh. The package is built by xp-package and also written as the entry of
@@ -57,7 +62,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 LOG_PREFIX=images
 
-USAGE="usage: $0 build | import STATE_DIR | operator|server STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR | dist OPERATOR SERVER"
+USAGE="usage: $0 build | import STATE_DIR | operator|server STATE_DIR BINARY | vcluster STATE_DIR | crossplane STATE_DIR | conformance STATE_DIR | dist OPERATOR SERVER"
 [ $# -ge 1 ] || die "$USAGE"
 BIN=${KUBESPACES_BIN:-$("$HARNESS_DIR/build-tools.sh")}
 CACHE="${KUBESPACES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubespaces}/images"
@@ -132,6 +137,16 @@ rootfs_crossplane() {
 # A function's runtime, as upstream's image: the function as /function (its entrypoint).
 rootfs_function-runtime() {
   etc_files "$1"; install -D -m755 "$BIN/function-patch-and-transform" "$1/function"
+}
+# agnhost as upstream lays it out: /agnhost (also as agnhost-2), /uploads, and the user and group
+# of the test that runs as "a user defined in the image".
+rootfs_agnhost() {
+  rootfs_busybox "$1"
+  install -D -m755 "$BIN/agnhost" "$1/agnhost"
+  ln -s agnhost "$1/agnhost-2"
+  mkdir -p "$1/uploads"
+  echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$1/etc/passwd"
+  printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$1/etc/group"
 }
 rootfs_busybox() {
   local applet
@@ -324,6 +339,36 @@ case $1 in
     lines=$(build_crossplane)
     [ "$(grep -c . <<<"$lines")" -eq 2 ] || die "building the Crossplane images gave no images"
     import_images "$2" <<<"$lines"
+    ;;
+  conformance)
+    [ $# -eq 2 ] || die "$USAGE"
+    for b in e2e.test agnhost; do
+      [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with conformance"
+    done
+    refs=$(KUBE_TEST_REPO_LIST="$HARNESS_DIR/manifests/conformance-registries.yaml" "$BIN/e2e.test" --list-images) \
+      || die "e2e.test --list-images failed"
+    AGNHOST_V=$(grep -oE '^localhost/kubespaces/agnhost:[^ ]+$' <<<"$refs" | sort -V | tail -1 | cut -d: -f2)
+    [ -n "$AGNHOST_V" ] || die "e2e.test lists no localhost/kubespaces/agnhost image"
+    shopt -s inherit_errexit
+    line=$(build_image agnhost "$AGNHOST_V" '["/agnhost"]' '["pause"]')
+    import_images "$2" <<<"$line" >/dev/null
+    # The node's busybox and pause, and this agnhost, under every name of theirs the suite uses
+    # (some tests name theirs in full, outside the registry list).
+    state=$(cd "$2" && pwd)
+    ctr() { "$BIN/ctr" --address "$state/node/containerd/containerd.sock" --namespace k8s.io "$@" 2>/dev/null; }
+    for ref in $refs; do
+      name=${ref##*/}; name=${name%%:*}
+      case "$name:$ref" in
+        agnhost:localhost/kubespaces/*) from="localhost/kubespaces/agnhost:$AGNHOST_V" ;;
+        busybox:*) from="localhost/kubespaces/busybox:$BUSYBOX_V" ;;
+        pause:*) from="localhost/kubespaces/pause:1" ;;
+        *) echo "$ref"; continue ;;
+      esac
+      [ "$ref" = "$from" ] && continue
+      ctr images rm "$ref" >/dev/null || true
+      ctr images tag "$from" "$ref" >/dev/null || die "tagging $from as $ref failed"
+      ctr images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
+    done
     ;;
   import)
     [ $# -eq 2 ] || die "$USAGE"
