@@ -113,8 +113,12 @@ fn amount(q: &str) -> f64 {
 
 /// The page's quota rows against `status.quota`: None when they agree, else what differs.
 fn quota_mismatch(rows: &Value, t: &Tenant) -> Option<String> {
-    let quota = t.status.as_ref()?.quota.as_ref()?;
-    let rows = rows.as_array()?;
+    let Some(quota) = t.status.as_ref().and_then(|s| s.quota.as_ref()) else {
+        return Some("no status.quota".into());
+    };
+    let Some(rows) = rows.as_array() else {
+        return Some(format!("no rows: {rows}"));
+    };
     let keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
     let hard_keys: Vec<&str> = quota.hard.keys().map(String::as_str).collect();
     let mut sorted = keys.clone();
@@ -357,20 +361,35 @@ async fn a_team_sees_its_tenant_come_alive_uses_it_and_deletes_it_in_chromium() 
 
     // At Ready: the checklist is the status's detail conditions, in its order, all done; the
     // bars are status.quota; the footprint is the control plane's.
+    // The page may be a write behind kube's read: compare until they agree, for at most a
+    // minute, then say what still differs.
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(60);
     let (tenant, rows) = wait_for(
         "the page to show the tenant's status as kube reads it",
-        Duration::from_secs(60),
+        Duration::from_secs(90),
         || async {
             let t = tenants.get(NAME).await.ok()?;
             let shown = eval_string(&page, "window.__state()").await;
             let checks: Vec<(String, String)> =
                 items(&shown).into_iter().map(|(t, s, _)| (t, s)).collect();
             let rows = eval_json(&page, QUOTA_ROWS).await;
-            (checks == detail_conditions(&t) && quota_mismatch(&rows, &t).is_none())
-                .then_some((t, rows))
+            let differs = match quota_mismatch(&rows, &t) {
+                _ if checks != detail_conditions(&t) => Some(format!(
+                    "checklist {checks:?}, status {:?}",
+                    detail_conditions(&t)
+                )),
+                Some(bars) => Some(format!("bars: {bars}")),
+                None => None,
+            };
+            match differs {
+                None => Some(Ok((t, rows))),
+                Some(d) if tokio::time::Instant::now() > give_up => Some(Err(d)),
+                Some(_) => None,
+            }
         },
     )
-    .await;
+    .await
+    .unwrap_or_else(|differs| panic!("the page does not show the tenant's status: {differs}"));
     assert!(detail_conditions(&tenant).iter().all(|(_, s)| s == "True"));
     let keys: Vec<&str> = rows
         .as_array()
