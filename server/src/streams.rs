@@ -75,7 +75,7 @@ impl StreamSlots {
             return Err(ApiError::TooMany {
                 message: format!(
                     "too many live streams: you have {} open, the most one user may have \
-                     (--max-streams-per-user {}); close one (each portal tenant page and each \
+                     (--max-streams-per-user {}); close one (each open portal page and each \
                      `kubespaces tenant … --wait` holds one) or ask your platform team to \
                      raise the limit",
                     *count, self.max
