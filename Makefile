@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server bench-upgrade conformance tools
+.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server bench-upgrade bench-portal conformance tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ bench-server: ## a user's tenant list (p50/p99) and the server's RSS, alone and 
 
 bench-upgrade: ## helm upgrade from the previous release with 5 live tenants (failed requests and longest gaps per tenant API, app and the portal, vs idle), then every tenant's vCluster values rolled (API unavailability p50/p99 vs a plain helm upgrade of one vCluster) (TENANTS=n)
 	@$(H)/run-upgrade-bench.sh $(or $(TENANTS),5)
+
+bench-portal: ## the portal in Chromium: Create tenant -> first checklist, and status write -> page vs kubectl get tenant -w (p50/p99, 10 tenants; TENANTS=n)
+	@$(H)/run-portal-bench.sh $(or $(TENANTS),10)
 
 conformance: ## the upstream conformance suite against a tenant and against the host cluster: passed/failed/skipped and wall time per side, JUnit reports (CONFORMANCE_FOCUS=regexp)
 	@$(H)/run-conformance.sh
