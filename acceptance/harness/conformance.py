@@ -46,14 +46,14 @@ def tenant_kubeconfig(name, budget, path):
         f.write(base64.b64decode(data))
 
 
-def run_suite(e2e, side, kubeconfig, focus, skip, registries, out):
+def run_suite(e2e, side, kubeconfig, focus, skip, timeout, registries, out):
     """Runs the suite against KUBECONFIG; returns (results, wall seconds), results being
     {spec name: 'passed' | 'failed' | 'skipped'} for the specs the focus selected."""
     report = os.path.join(out, side)
     os.makedirs(report, exist_ok=True)
     log = os.path.join(out, f"{side}.log")
     args = [e2e, f"--kubeconfig={kubeconfig}", "--provider=skeleton", f"--report-dir={report}",
-            f"--ginkgo.focus={focus}", "--ginkgo.no-color", "--ginkgo.timeout=24h"]
+            f"--ginkgo.focus={focus}", "--ginkgo.no-color", f"--ginkgo.timeout={timeout}"]
     if skip:
         args.append(f"--ginkgo.skip={skip}")
     env = dict(os.environ, KUBE_TEST_REPO_LIST=registries)
@@ -97,6 +97,8 @@ def main():
     p.add_argument("--registries", required=True, help="KUBE_TEST_REPO_LIST for e2e.test")
     p.add_argument("--focus", default=r"\[Conformance\]")
     p.add_argument("--skip", default="")
+    p.add_argument("--timeout", default="24h",
+                   help="per side: the suite stops there, the specs not run count as skipped")
     p.add_argument("--tenant", default="conformance")
     p.add_argument("--budget", default="8,16Gi,20Gi", help="the tenant's cpu,memory,storage")
     p.add_argument("--sides", default="tenant,host")
@@ -108,7 +110,8 @@ def main():
     if "tenant" in sides:
         kubeconfigs["tenant"] = os.path.join(out, "tenant.kubeconfig")
         tenant_kubeconfig(a.tenant, a.budget.split(","), kubeconfigs["tenant"])
-    runs = {side: run_suite(a.e2e, side, kubeconfigs[side], a.focus, a.skip, a.registries, out)
+    runs = {side: run_suite(a.e2e, side, kubeconfigs[side], a.focus, a.skip, a.timeout,
+                                  a.registries, out)
             for side in sides}
 
     print(f"\nconformance: focus {a.focus!r}" + (f", skip {a.skip!r}" if a.skip else ""))
