@@ -39,7 +39,7 @@
 #                  archives, for make dist (dist.sh)
 #   conformance    the upstream conformance suite (e2e.test, built with go test -c) and agnhost, the
 #                  program most of its pods run, from the cluster's Kubernetes module and pins
-#                  (acceptance/tools/conformance), for make conformance (conformance.sh)
+#                  (acceptance/tools/conformance), for make conformance (run-conformance.sh)
 set -euo pipefail
 EXTRAS=()
 while [ $# -gt 0 ]; do
@@ -334,8 +334,8 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       dir=$(build_cached ociarchive "$GGCR_V" "$TOOLS/images" "-s -w" ./ociarchive)
       ln -sfn "$dir/ociarchive" "$BIN/ociarchive" ;;
     conformance)
-      # Versioned like the cluster (the same Kubernetes, stamped the same way): the suite checks
-      # the server's version against its own. Its packages are mostly the cluster's, compiled
+      # Versioned and stamped like the cluster's binaries: the same Kubernetes module, so the
+      # suite tests the version the tenants run. Its packages are mostly the cluster's, compiled
       # already: about 2.5 min after the cluster's build.
       dir=$(GO_TEST_PKG=k8s.io/kubernetes/test/e2e build_cached conformance "$K8S_V" \
         "$TOOLS/conformance" "$K8S_LD" k8s.io/kubernetes/test/images/agnhost)

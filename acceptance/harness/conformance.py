@@ -18,12 +18,15 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+sys.dont_write_bytecode = True  # no __pycache__ in the harness directory
+import benchlib  # noqa: E402  (acceptance/harness/benchlib.py)
+from benchlib import say  # noqa: E402
+
 OWNER = "conformance@example.com"
 
 
 def kubectl(*args, stdin=None):
-    return subprocess.run(["kubectl", *args], input=stdin, capture_output=True, text=True,
-                          check=True).stdout
+    return benchlib.kubectl(*args, stdin=stdin).stdout
 
 
 def tenant_kubeconfig(name, budget, path):
@@ -37,7 +40,7 @@ def tenant_kubeconfig(name, budget, path):
     kubectl("apply", "-f", "-", stdin=json.dumps(tenant))
     t0 = time.monotonic()
     kubectl("wait", f"tenant/{name}", "--for=condition=Ready", "--timeout=600s")
-    print(f"tenant {name} Ready after {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    say(f"tenant {name} Ready after {time.monotonic() - t0:.0f} s")
     ref = json.loads(kubectl("get", "tenant", name, "-o", "json"))["status"]["kubeconfigSecretRef"]
     data = kubectl("get", "secret", "-n", ref["namespace"], ref["name"],
                    "-o", "jsonpath={.data.config}")
@@ -57,7 +60,7 @@ def run_suite(e2e, side, kubeconfig, focus, skip, timeout, registries, out):
     if skip:
         args.append(f"--ginkgo.skip={skip}")
     env = dict(os.environ, KUBE_TEST_REPO_LIST=registries)
-    print(f"{side}: e2e.test running (output in {log})", file=sys.stderr)
+    say(f"{side}: e2e.test running (output in {log})")
     t0 = time.monotonic()
     with open(log, "w") as f:
         subprocess.run(args, stdout=f, stderr=subprocess.STDOUT, env=env, check=False)
@@ -103,6 +106,9 @@ def main():
     p.add_argument("--budget", default="8,16Gi,20Gi", help="the tenant's cpu,memory,storage")
     p.add_argument("--sides", default="tenant,host")
     a = p.parse_args()
+    benchlib.PREFIX = "conformance"
+    # The cluster's own kubectl (its env file names it), as every harness program runs.
+    benchlib.KUBECTL = os.environ["KUBESPACES_KUBECTL"]
     out = os.path.join(a.state, "conformance")
     os.makedirs(out, exist_ok=True)
     kubeconfigs = {"host": os.environ["KUBECONFIG"]}

@@ -246,14 +246,6 @@ fn pinned_chart() -> std::path::PathBuf {
         .expect("the pinned vCluster chart archive in charts/vcluster")
 }
 
-/// The `p`th percentile (nearest rank) of `values`.
-pub fn percentile(values: &[Duration], p: f64) -> Duration {
-    let mut sorted = values.to_vec();
-    sorted.sort();
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted.get(rank - 1).copied().unwrap_or_default()
-}
-
 /// The most windows open at one moment.
 pub fn most_at_once(windows: &[(Instant, Instant)]) -> usize {
     windows
@@ -271,15 +263,6 @@ pub fn most_at_once(windows: &[(Instant, Instant)]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank() {
-        let d = |s| Duration::from_secs(s);
-        let v = [d(5), d(1), d(3), d(2), d(4)];
-        assert_eq!(percentile(&v, 50.0), d(3));
-        assert_eq!(percentile(&v, 99.0), d(5));
-        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
-    }
 
     #[test]
     fn overlapping_windows() {

@@ -23,9 +23,9 @@ const PROBE_PERIOD: Duration = Duration::from_millis(200);
 /// Under the previous release's chart, operator and server, a tenant with its own control plane
 /// and an app; then this release. No probe may fail: not the tenant's API, not its app, not the
 /// portal (two server replicas, a PodDisruptionBudget and a drain; from 0.1.0, which has no
-/// drain, the portal's failures are printed, and this release's own rollout is asserted). The tenant stays Ready (its condition
-/// never changes) and its control plane is not restarted (the same pod, the same StatefulSet
-/// generation: the new operator renders the same objects).
+/// drain, the portal's failures are printed, and this release's own rollout is asserted). The
+/// tenant stays Ready (its condition never changes) and its control plane is not restarted (the
+/// same pod, the same StatefulSet generation: the new operator renders the same objects).
 // Several workers: the probes run while this thread waits for helm and kubectl.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "takes the shared release back to the previous one and upgrades it: make test runs it alone, with --ignored (run-tests.sh)"]

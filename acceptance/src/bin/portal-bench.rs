@@ -39,6 +39,7 @@ use kube::{
 use kubespaces_acceptance::{
     Env,
     browser::{Chromium, eval_json, eval_string_opt, fill, log_in},
+    figures::percentile,
     oidc::{Dex, Server},
     wait_for, wait_gone,
 };
@@ -144,14 +145,6 @@ fn watch_kubectl(env: &Env, prefix: String, seen: Seen) -> Result<tokio::process
         }
     });
     Ok(child)
-}
-
-/// The nearest-rank percentile `p` (0–100) of `values` (not empty).
-fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-    v[rank.min(v.len()) - 1]
 }
 
 #[tokio::main]

@@ -23,7 +23,7 @@ use anyhow::{Result, bail};
 use clap::Parser;
 use futures::future::join_all;
 use kubespaces_acceptance::{
-    Env,
+    Env, figures,
     probe::{Probe, Report},
     release::chart_version,
     upgrade::{self, LiveTenant, Previous, Saved},
@@ -164,8 +164,8 @@ async fn roll_values(
         }
     }
     let (p50, p99) = (
-        values_roll::percentile(&unavailable, 50.0),
-        values_roll::percentile(&unavailable, 99.0),
+        figures::percentile(&unavailable, 50.0),
+        figures::percentile(&unavailable, 99.0),
     );
     println!(
         "API unavailability per tenant: p50 {:.2} s, p99 {:.2} s; at most {at_once} tenants without an API at once",
