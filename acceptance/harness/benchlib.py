@@ -1,5 +1,5 @@
-"""What the harness's Python programs share: chart-bench.py, control-plane-bench.py and
-node-bench.py (messages, commands and kubectl, polling, /proc and cgroup files, percentiles and
+"""What the harness's Python programs share: chart-bench.py, control-plane-bench.py,
+node-bench.py and conformance.py (messages, commands and kubectl, polling, /proc and cgroup files, percentiles and
 figures) and hosts-sync.py (the cluster's env). Imported from the script's own directory; each
 script sets PREFIX (its messages' name) and, where it runs kubectl through here, KUBECTL."""
 
