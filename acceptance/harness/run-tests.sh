@@ -51,8 +51,9 @@ phase() { PHASES+=("$1|$((SECONDS - phase_t))"); phase_t=$SECONDS; }
 TEST_LOGS=()
 
 ensure_runtime_tools
-# The portal's test drives a real headless Chromium (Debian's package).
-ensure_cmds chromium:chromium
+# The portal's test drives a real headless Chromium (Debian's package) and checks its pages with
+# axe-core, which npm fetches once (acceptance/src/browser.rs).
+ensure_cmds chromium:chromium npm:npm
 ensure_node_tools
 ensure_go
 ensure_rust
