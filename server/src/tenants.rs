@@ -1,9 +1,8 @@
 //! The tenant use cases, shared by the REST API ([`crate::api`]) and the portal
 //! ([`crate::portal`]): list, get, create, delete a tenant, hand out its kubeconfig and (to the
-//! portal) its recent Events. Every
-//! one sees a tenant only when the caller owns it or is an admin; a tenant the caller may not
-//! see is answered exactly like one that does not exist. No HTTP here: the adapters turn the
-//! results into responses.
+//! portal) its recent Events. Every one sees a tenant only when the caller owns it or is an
+//! admin; a tenant the caller may not see is answered exactly like one that does not exist. No
+//! HTTP here: the adapters turn the results into responses.
 
 use std::sync::Arc;
 

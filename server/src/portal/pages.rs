@@ -84,11 +84,18 @@ pub async fn create(
     }
 }
 
-fn not_found(b: &Browser, e: &crate::error::ApiError) -> Response {
+/// The page of `e`: a tenant `b` may not see (answered like one that does not exist), or a
+/// deletion that failed.
+fn refused(b: &Browser, e: &crate::error::ApiError) -> Response {
+    let status = e.status();
     (
-        e.status(),
+        status,
         page(
-            "Not found",
+            if status == StatusCode::NOT_FOUND {
+                "Not found"
+            } else {
+                "Error"
+            },
             Some(b),
             &format!("<p>{}</p>", esc(&e.to_string())),
         ),
@@ -105,7 +112,7 @@ async fn tenant_response(
 ) -> Response {
     let tenant = match state.tenants.visible(&b.identity, name) {
         Ok(t) => t,
-        Err(e) => return not_found(b, &e),
+        Err(e) => return refused(b, &e),
     };
     let view = TenantView::of(&tenant, Timestamp::now());
     let waiting = conditions::waiting_for(tenant.conditions()).unwrap_or_default();
@@ -163,7 +170,7 @@ pub async fn delete(
     }
     match state.tenants.delete(&b.identity, &name).await {
         Ok(()) => Redirect::to(&format!("/tenants/{name}")).into_response(),
-        Err(e) => not_found(&b, &e),
+        Err(e) => refused(&b, &e),
     }
 }
 

@@ -3,7 +3,7 @@
 //! too, with `aria-current="step"`), and while the tenant is deleted, what its teardown waits
 //! for. The page's script rebuilds the same markup from the stream's view.
 
-use super::esc;
+use super::{esc, hidden};
 use crate::tenant_view::{Check, CheckState, Teardown};
 
 fn item(c: &Check) -> String {
@@ -28,7 +28,6 @@ fn item(c: &Check) -> String {
 /// The progress section: what the tenant waits for (`waiting`), the checklist, the teardown.
 pub fn progress(waiting: &str, checks: &[Check], teardown: Option<&Teardown>) -> String {
     let items: String = checks.iter().map(item).collect();
-    let hidden = |yes: bool| if yes { " hidden" } else { "" };
     let (reason, message) = teardown.map_or((String::new(), String::new()), |t| {
         (esc(&t.reason), esc(&t.message))
     });

@@ -1,7 +1,7 @@
 //! The tenant page's recent Events, newest first. The page's script refetches them
 //! (`/tenants/{name}/events`) when the tenant changes, and rebuilds the same markup.
 
-use super::esc;
+use super::{esc, hidden};
 use crate::tenant_events::RecentEvent;
 
 fn item(e: &RecentEvent) -> String {
@@ -22,7 +22,6 @@ fn item(e: &RecentEvent) -> String {
 
 /// The Events section: `events`, or why they could not be read (`Err`: the reason).
 pub fn events(events: &Result<Vec<RecentEvent>, String>) -> String {
-    let hidden = |yes: bool| if yes { " hidden" } else { "" };
     let (items, error) = match events {
         Ok(list) => (list.iter().map(item).collect::<String>(), None),
         Err(e) => (String::new(), Some(e.as_str())),

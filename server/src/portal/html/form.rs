@@ -103,6 +103,23 @@ pub fn field_errors(message: &str) -> Vec<(Field, String)> {
         .collect()
 }
 
+/// How input `id` points at its hint (`{id}-hint`) and, with an `error`, at that error: its
+/// `aria-describedby` and `aria-invalid`, and the error's `<span>` (`alert`: announced at once).
+pub fn described(id: &str, error: Option<&str>, alert: bool) -> (String, &'static str, String) {
+    match error {
+        Some(e) => (
+            format!("{id}-hint {id}-error"),
+            " aria-invalid=\"true\"",
+            format!(
+                "<span class=\"field-error\" id=\"{id}-error\"{}>{}</span>",
+                if alert { " role=\"alert\"" } else { "" },
+                esc(e)
+            ),
+        ),
+        None => (format!("{id}-hint"), "", String::new()),
+    }
+}
+
 /// One input: its label, the input, its hint under it, and its error when it has one.
 fn field(
     f: Field,
@@ -113,17 +130,7 @@ fn field(
     error: Option<&str>,
 ) -> String {
     let id = f.id();
-    let (describedby, invalid, error) = match error {
-        Some(e) => (
-            format!("{id}-hint {id}-error"),
-            " aria-invalid=\"true\"",
-            format!(
-                "<span class=\"field-error\" id=\"{id}-error\">{}</span>",
-                esc(e)
-            ),
-        ),
-        None => (format!("{id}-hint"), "", String::new()),
-    };
+    let (describedby, invalid, error) = described(id, error, false);
     format!(
         "<div class=\"field\"><label for=\"{id}\">{label}</label>\
 <input id=\"{id}\" name=\"{id}\"{} value=\"{}\" aria-describedby=\"{describedby}\"{invalid} autocomplete=\"off\">\

@@ -7,7 +7,7 @@ use axum::response::Html;
 use super::{
     badge, esc,
     form::{FormBounds, NewTenant, new_tenant_form},
-    page,
+    hidden, page,
 };
 use crate::{portal::session::Browser, tenant_view::TenantView};
 
@@ -84,7 +84,6 @@ pub fn list_page(
     } else {
         ("Your tenants", "")
     };
-    let hidden = |yes: bool| if yes { " hidden" } else { "" };
     let body = format!(
         "<h1>Tenants</h1><p id=\"no-tenants\"{}>No tenants yet: create one below.</p>\
 <div class=\"scroll\" role=\"region\" aria-label=\"{caption}\" tabindex=\"0\"{}>\

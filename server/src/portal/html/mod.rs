@@ -39,6 +39,11 @@ pub fn esc(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
+/// ` hidden` when `yes`: the attribute of a part the page's script shows or hides.
+pub fn hidden(yes: bool) -> &'static str {
+    if yes { " hidden" } else { "" }
+}
+
 /// A whole page: `body` under the header bar, which names the logged-in browser and carries
 /// its logout form.
 pub fn page(title: &str, who: Option<&Browser>, body: &str) -> Html<String> {

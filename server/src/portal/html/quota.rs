@@ -3,7 +3,7 @@
 //! (`status.controlPlane.footprint`) with its chart and Kubernetes versions. The page's script
 //! rebuilds the same markup from the stream's view.
 
-use super::esc;
+use super::{esc, hidden};
 use crate::tenant_view::{Bar, TenantView};
 
 /// One quota row; a key whose hard limit is zero (nothing allowed) has no meter.
@@ -37,7 +37,6 @@ fn row(b: &Bar) -> String {
 /// The quota section.
 pub fn quota(view: &TenantView) -> String {
     let rows: String = view.quota.iter().map(row).collect();
-    let hidden = |yes: bool| if yes { " hidden" } else { "" };
     format!(
         "<section aria-labelledby=\"quota-h\"><h2 id=\"quota-h\">Quota</h2>\
 <p class=\"muted\">Used of the tenant namespace's quota, as the host counts it. The figures include the control plane's own share, shown below.</p>\

@@ -3,7 +3,7 @@
 //! recent Events, and its deletion (typed confirmation, then the teardown, live). One script
 //! follows the live stream and copies the server's view of the tenant into the page.
 
-use super::{badge, checklist::progress, esc, events::events, quota};
+use super::{badge, checklist::progress, esc, events::events, form::described, hidden, quota};
 use crate::{tenant_events::RecentEvent, tenant_view::TenantView};
 
 /// Follows the tenant's live stream and copies each view into the page (text only: conditions,
@@ -60,7 +60,7 @@ fn copyable(id: &str, what: &str, text: &str, row: Option<&str>) -> String {
         Some(label) => (
             format!(
                 "<div class=\"cmd\" id=\"{id}-row\"{}>",
-                if text.is_empty() { " hidden" } else { "" }
+                hidden(text.is_empty())
             ),
             format!("<span>{label}</span>"),
         ),
@@ -76,17 +76,7 @@ fn copyable(id: &str, what: &str, text: &str, row: Option<&str>) -> String {
 /// `error` after a wrong name. Hidden while the tenant is being deleted.
 fn delete_form(name: &str, csrf: &str, deleting: bool, error: Option<&str>) -> String {
     let n = esc(name);
-    let (describedby, invalid, error) = match error {
-        Some(e) => (
-            "confirm-hint confirm-error",
-            " aria-invalid=\"true\"",
-            format!(
-                "<span class=\"field-error\" id=\"confirm-error\" role=\"alert\">{}</span>",
-                esc(e)
-            ),
-        ),
-        None => ("confirm-hint", "", String::new()),
-    };
+    let (describedby, invalid, error) = described("confirm", error, true);
     format!(
         "<section id=\"delete\" aria-labelledby=\"delete-h\"{}><h2 id=\"delete-h\">Delete this tenant</h2>\
 <p>Deleting removes the tenant's namespace, its control plane and everything in them. It cannot be undone.</p>\
@@ -94,7 +84,7 @@ fn delete_form(name: &str, csrf: &str, deleting: bool, error: Option<&str>) -> S
 <div class=\"field\"><label for=\"confirm\">Tenant name</label><input id=\"confirm\" name=\"confirm\" autocomplete=\"off\" aria-describedby=\"{describedby}\"{invalid}>\
 <span class=\"hint\" id=\"confirm-hint\">Type <strong>{n}</strong> to confirm.</span>{error}</div>\
 <div class=\"actions\"><button type=\"submit\" class=\"danger\">Delete tenant</button></div></form></section>",
-        if deleting { " hidden" } else { "" },
+        hidden(deleting),
         esc(csrf),
     )
 }
@@ -135,7 +125,7 @@ pub fn tenant_body(
             format!(", created {} ago", esc(&view.age))
         },
         progress(&waiting, &view.checks, view.teardown.as_ref()),
-        if view.api.is_empty() { "" } else { " hidden" },
+        hidden(!view.api.is_empty()),
         copyable("api", "the API URL", &view.api, Some("API")),
         copyable("apps", "the apps URL", &view.apps, Some("Apps")),
         esc(login),
