@@ -186,15 +186,33 @@ where
 
 /// Waits until the Tenant is Ready at its current generation and returns it.
 pub async fn wait_ready(tenants: &Api<Tenant>, name: &str, timeout: Duration) -> Tenant {
-    wait_for(&format!("tenant {name} to be Ready"), timeout, || async {
-        tenants
-            .get_opt(name)
-            .await
-            .ok()
-            .flatten()
-            .filter(Tenant::is_ready)
+    pods::retry_until_async(&format!("tenant {name} to be Ready"), timeout, || async {
+        match tenants.get_opt(name).await {
+            Ok(Some(t)) if t.is_ready() => Ok(t),
+            Ok(Some(t)) => Err(conditions_seen(&t)),
+            Ok(None) => Err("no such tenant".to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
     })
     .await
+}
+
+/// A tenant's phase and its conditions that are not True, for a timeout's message.
+pub fn conditions_seen(tenant: &Tenant) -> String {
+    let status = tenant.status.as_ref();
+    let mut seen = format!(
+        "phase {}",
+        status.and_then(|s| s.phase.as_deref()).unwrap_or("none")
+    );
+    for c in status.map(|s| s.conditions.as_slice()).unwrap_or_default() {
+        if c.status != "True" {
+            seen.push_str(&format!(
+                "; {} {} {}: {}",
+                c.type_, c.status, c.reason, c.message
+            ));
+        }
+    }
+    seen
 }
 
 /// Waits until the named object no longer exists (not merely terminating).

@@ -179,20 +179,25 @@ async fn a_tenant_gets_its_own_kubernetes_at_its_public_url() {
         "host pod {} runs; quota requests.cpu used {before}m -> {after}m",
         host_pod.name_any()
     );
-    let running = in_tenant(
-        &env,
-        &kubeconfig,
-        &[
-            "get",
-            "pods",
-            "-l",
-            "app=hello",
-            "-o",
-            "jsonpath={.items[*].status.phase}",
-        ],
+    // The syncer copies the host pod's status into the tenant a moment after the host pod runs.
+    retry_until(
+        "the tenant to see its pod running",
+        Duration::from_secs(60),
+        || {
+            let args = [
+                "get",
+                "pods",
+                "-l",
+                "app=hello",
+                "-o",
+                "jsonpath={.items[*].status.phase}",
+            ];
+            let out = owner_kubectl(&env, &kubeconfig, &args, None);
+            let phases = text(&out);
+            (phases.trim() == "Running").then_some(()).ok_or(phases)
+        },
     )
     .await;
-    assert_eq!(running.trim(), "Running", "the tenant sees its pod running");
 
     // Drift: the control plane's StatefulSet and Service deleted by hand come back.
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);

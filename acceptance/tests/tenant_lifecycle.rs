@@ -8,10 +8,12 @@ use k8s_openapi::api::{
     rbac::v1::RoleBinding,
 };
 use kube::{
-    Api,
+    Api, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
-use kubespaces_acceptance::{Env, own_share, pods, tenant_yaml, wait_for, wait_gone, wait_ready};
+use kubespaces_acceptance::{
+    Env, own_share, pods, pods::retry_until_async, tenant_yaml, wait_for, wait_gone, wait_ready,
+};
 use kubespaces_operator::{api::Tenant, conditions, names};
 use serde_json::json;
 
@@ -40,6 +42,9 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     ))
     .expect("examples/tenant.yaml");
     assert!(manifest.contains("name: team-atlas"));
+    // Other tests use this name too: one that failed may have left its tenant, with its own
+    // workloads counted in the quota, and this test must start from nothing.
+    pods::delete_tenant(&env, "team-atlas").await;
     env.apply(&manifest);
     let tenant = wait_ready(&tenants, "team-atlas", READY_TIMEOUT).await;
 
@@ -198,13 +203,35 @@ async fn the_spec_tenant_becomes_a_capped_namespace() {
     );
 
     // Usage is computed by the controller-manager and shown in the Tenant's status.
-    wait_for(
+    retry_until_async(
         "quota usage to include the plain pod",
         READY_TIMEOUT,
         || async {
-            let t = tenants.get("team-atlas").await.ok()?;
-            let q = quotas.get(names::QUOTA).await.ok()?;
-            (own_share(&q, &t, "used", "requests.cpu") == "100m").then_some(())
+            let t = tenants.get("team-atlas").await.map_err(|e| e.to_string())?;
+            let q = quotas.get(names::QUOTA).await.map_err(|e| e.to_string())?;
+            let own = own_share(&q, &t, "used", "requests.cpu");
+            if own == "100m" {
+                return Ok(());
+            }
+            // What the quota counts, pod by pod, says why the share is not the plain pod's.
+            let listed = pods
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let counted: Vec<String> = listed
+                .iter()
+                .map(|p| {
+                    let phase = p.status.as_ref().and_then(|s| s.phase.clone());
+                    format!("{} {}", p.name_any(), phase.unwrap_or_default())
+                })
+                .collect();
+            Err(format!(
+                "own requests.cpu {own}; quota used {:?}; footprint {:?}; pods {counted:?}",
+                q.status
+                    .and_then(|s| s.used)
+                    .and_then(|u| u.get("requests.cpu").cloned()),
+                t.status.and_then(|s| s.control_plane).map(|c| c.footprint)
+            ))
         },
     )
     .await;
