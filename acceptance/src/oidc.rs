@@ -11,7 +11,7 @@ use k8s_openapi::api::{
 };
 use kube::{Api, Client, api::PostParams};
 use kubespaces_server::{
-    app::app,
+    app::serve,
     auth::Verifier,
     config::{Config, Limits},
     portal::seal::Sealer,
@@ -328,7 +328,7 @@ impl Server {
             .unwrap_or_else(|e| panic!("the test server's session keys: {e}"));
         let state = AppState::new(config, public_url, client, verifier, tenants, sealer);
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app(state)).await;
+            let _ = serve(listener, state, std::future::pending()).await;
         });
         Server { url, task }
     }

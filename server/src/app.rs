@@ -1,9 +1,13 @@
 //! The app's wiring: the API's and the portal's routes in one router, inside the middlewares
 //! ([`crate::middleware`]) and the security headers ([`crate::headers`]).
 
-use std::net::SocketAddr;
+use std::{future::Future, net::SocketAddr};
 
-use axum::{Router, extract::connect_info::IntoMakeServiceWithConnectInfo, middleware};
+use axum::{
+    Router, extract::connect_info::IntoMakeServiceWithConnectInfo, middleware, serve::ListenerExt,
+};
+use tokio::net::TcpListener;
+use tracing::warn;
 
 use crate::{api, headers, middleware as mw, portal, state::AppState};
 
@@ -11,6 +15,23 @@ use crate::{api, headers, middleware as mw, portal, state::AppState};
 /// rate limit of requests without a login counts by it).
 pub fn app(state: AppState) -> IntoMakeServiceWithConnectInfo<Router, SocketAddr> {
     router(state).into_make_service_with_connect_info::<SocketAddr>()
+}
+
+/// Serves the app on `listener` until `shutdown` resolves, then finishes the requests in flight.
+/// Without Nagle's delay: a live stream's event is one small write that must leave at once.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            warn!(error = %e, "could not set TCP_NODELAY on a connection");
+        }
+    });
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 pub fn router(state: AppState) -> Router {

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use kubespaces_server::{
-    app::app, auth::Verifier, config::Config, issuer_roots::IssuerRoots, portal::seal::Sealer,
+    app::serve, auth::Verifier, config::Config, issuer_roots::IssuerRoots, portal::seal::Sealer,
     public_url::PublicUrl, state::AppState, store::Tenants,
 };
 use tracing::{info, warn};
@@ -58,8 +58,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let sealer = Sealer::for_flag(config.session_keys_file.as_deref())?;
     let state = AppState::new(config, public_url, client, verifier, tenants, sealer);
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown())
+    serve(listener, state, shutdown())
         .await
         .context("server failed")
 }

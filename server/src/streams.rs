@@ -190,10 +190,10 @@ impl Feed {
 pub enum Waiting {
     /// The tenant as the API shows it, nothing else (`/api/v1/tenants/watch`).
     Omitted,
-    /// The tenant, a `waiting` field ([`conditions::waiting_for`]; empty when nothing is unmet),
-    /// so the portal's page shows the CLI's definition without one of its own, and a `view`
-    /// ([`TenantView`]: checklist, quota bars, teardown), which the pages' scripts copy into
-    /// the page without deciding or parsing anything themselves.
+    /// For the portal's pages, only what their scripts read: a `view` ([`TenantView`]:
+    /// checklist, quota bars, teardown), which they copy into the page without deciding or
+    /// parsing anything themselves, and `waiting` ([`conditions::waiting_for`]; empty when
+    /// nothing is unmet), so the page shows the CLI's definition without one of its own.
     Included,
 }
 
@@ -201,15 +201,10 @@ fn event(change: &Change, waiting: Waiting) -> Event {
     let event = Event::default().event(change.kind);
     let data = match waiting {
         Waiting::Omitted => event.json_data(view(&change.tenant)),
-        Waiting::Included => {
-            let mut data = serde_json::to_value(view(&change.tenant)).unwrap_or_default();
-            data["waiting"] = conditions::waiting_for(change.tenant.conditions())
-                .unwrap_or_default()
-                .into();
-            data["view"] = serde_json::to_value(TenantView::of(&change.tenant, Timestamp::now()))
-                .unwrap_or_default();
-            event.json_data(data)
-        }
+        Waiting::Included => event.json_data(serde_json::json!({
+            "view": TenantView::of(&change.tenant, Timestamp::now()),
+            "waiting": conditions::waiting_for(change.tenant.conditions()).unwrap_or_default(),
+        })),
     };
     data.unwrap_or_else(|_| Event::default().event("error"))
 }

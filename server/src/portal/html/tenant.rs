@@ -7,7 +7,8 @@ use super::{badge, checklist::progress, esc, events::events, form::described, hi
 use crate::{tenant_events::RecentEvent, tenant_view::TenantView};
 
 /// Follows the tenant's live stream and copies each view into the page (text only: conditions,
-/// messages and Events are tenant-influenced), refetches the Events when the tenant changes,
+/// messages and Events are tenant-influenced), refetches the Events when the tenant changes
+/// (not for the stream's first event, the version the page was rendered from),
 /// and runs the copy buttons. A constant: the CSP allows it by its hash; the tenant's name
 /// reaches it through the HTML-escaped `data-tenant` attribute.
 pub const TENANT_SCRIPT: &str = "(()=>{const $=id=>document.getElementById(id);const name=$('tenant').dataset.tenant;\
@@ -36,7 +37,8 @@ $('events').replaceChildren(...list.map(e=>{const li=mk('li');li.dataset.reason=
 li.append(t,mk('span','event-type',e.type),' ',mk('strong',null,e.reason),' ',mk('span','note',e.note));if(e.count>1)li.append(' (×'+e.count+')');return li;}));\
 hide('events-empty',list.length>0);hide('events-error',true);}).catch(()=>{});},1000);};\
 const es=new EventSource('/portal/events?name='+encodeURIComponent(name));\
-es.addEventListener('applied',e=>{const d=JSON.parse(e.data);show(d.view,d.waiting);$('tenant').dataset.version=d.view.version;events();});\
+es.addEventListener('applied',e=>{const d=JSON.parse(e.data);const t=$('tenant');const changed=t.dataset.version!==d.view.version;\
+show(d.view,d.waiting);t.dataset.version=d.view.version;if(changed)events();});\
 es.addEventListener('deleted',()=>{const p=$('phase');p.textContent='Deleted';p.className='badge phase-Deleted';\
 $('waiting').textContent='';hide('teardown',false);hide('delete',true);$('teardown-reason').textContent='Gone';\
 $('teardown-message').textContent='the tenant and everything in it are deleted';});\
