@@ -340,7 +340,11 @@ for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
       dir=$(GO_TEST_PKG=k8s.io/kubernetes/test/e2e build_cached conformance "$K8S_V" \
         "$TOOLS/conformance" "$K8S_LD" k8s.io/kubernetes/test/images/agnhost)
       ln -sfn "$dir/e2e.test" "$BIN/e2e.test"
-      ln -sfn "$dir/agnhost" "$BIN/agnhost" ;;
+      ln -sfn "$dir/agnhost" "$BIN/agnhost"
+      # The certificate and key upstream's agnhost image has at / (its porter serves them; the
+      # StatefulSet specs' readiness probes fetch /localhost.crt from agnhost's web server).
+      ln -sfn "$(moddir "$TOOLS/conformance" k8s.io/kubernetes)/test/images/agnhost/porter" \
+        "$BIN/agnhost-porter" ;;
     *) echo "build-tools: unknown extra '$extra' (known: tofu, tf-kubectl, helm, health-check, crossplane, vcluster, dex, ociarchive, conformance)" >&2; exit 2 ;;
   esac
 done

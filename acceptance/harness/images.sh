@@ -19,16 +19,18 @@
 #   the node, unless KUBESPACES_KEEP_OLDER_IMAGES=1 (previous-release.sh).
 # server: the same for the server (a build of kubespaces-server), localhost/kubespaces/server:<tag>:
 #   the binary and its libraries alone.
-# vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
-#   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
+# vcluster: builds and imports (the same way as import) the images a vCluster runs from (the
+#   syncer, the control plane, and busybox for its pods' hosts files), which only clusters that
+#   host vClusters need (their binaries: build-tools.sh --with vcluster).
 # dist: builds (or looks up) the images of the platform and its tenants, from the operator and
 #   server binaries given (OPERATOR SERVER) and the vCluster's, and prints their lines as build
-#   does, importing nothing: operator, server, vcluster, kubernetes, coredns (dist.sh).
+#   does, importing nothing: operator, server, vcluster, kubernetes, busybox, coredns (dist.sh).
 # conformance: builds and imports the images the conformance suite's pods run, under the names the
 #   suite gives them with manifests/conformance-registries.yaml (e2e.test --list-images; every
 #   registry is localhost/kubespaces): agnhost, from the cluster's Kubernetes module (build-tools.sh
-#   --with conformance), on busybox as upstream's is on alpine; the harness's busybox and pause under
-#   the suite's tags. Prints the names it does not provide (run-conformance.sh reports them).
+#   --with conformance), on busybox as upstream's is on alpine, with the Debian programs its
+#   probes run (nc, curl, dig, getent, ...), and glibc-dns-testing of the same; the harness's
+#   busybox and pause under the suite's tags. Prints the names it does not provide (run-conformance.sh reports them).
 # crossplane: builds and imports Crossplane's image and the package of the composition function
 #   docs/crossplane.md uses (binaries and upstream files: build-tools.sh --with crossplane), for
 #   crossplane.sh. The package is built by xp-package and also written as the entry of
@@ -138,15 +140,41 @@ rootfs_crossplane() {
 rootfs_function-runtime() {
   etc_files "$1"; install -D -m755 "$BIN/function-patch-and-transform" "$1/function"
 }
-# agnhost as upstream lays it out: /agnhost (also as agnhost-2), /uploads, and the user and group
-# of the test that runs as "a user defined in the image".
+# agnhost as upstream lays it out: /agnhost (also as agnhost-2), /uploads, the porter's
+# certificate and key at /localhost.{crt,key}, and the user and group
+# of the test that runs as "a user defined in the image"; with the tools upstream adds to its
+# alpine, which the suite's probes run (rootfs_network_tools).
 rootfs_agnhost() {
   rootfs_busybox "$1"
+  rootfs_network_tools "$1"
   install -D -m755 "$BIN/agnhost" "$1/agnhost"
+  install -m644 "$BIN/agnhost-porter/localhost.crt" "$BIN/agnhost-porter/localhost.key" "$1/"
   ln -s agnhost "$1/agnhost-2"
   mkdir -p "$1/uploads"
   echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$1/etc/passwd"
   printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$1/etc/group"
+}
+# The DNS specs' second prober: upstream's is Debian with dnsutils, for glibc's resolver (getent).
+rootfs_glibc-dns-testing() {
+  rootfs_busybox "$1"
+  rootfs_network_tools "$1"
+}
+# The Debian programs of NETWORK_TOOLS (the suite's probes run `nc -v -t -w 2`, `curl`, `dig`,
+# `getent hosts`, ...) under /usr/bin, before busybox's /bin on PATH, with what they load; and
+# dash as /bin/sh, since the ash of Debian's static busybox runs its own applets (a small nc)
+# before anything on PATH. glibc (>= 2.34) has the files and dns modules built in.
+NETWORK_TOOLS=(dash:dash bash:bash curl:curl dig:bind9-dnsutils getent:libc-bin
+               nc.openbsd:netcat-openbsd socat:socat ip:iproute2)
+rootfs_network_tools() {
+  local tool
+  rm -f "$1/bin/sh" "$1/bin/bash"
+  install_dynamic "$1" "$(command -v dash)" /bin/sh
+  install_dynamic "$1" "$(command -v bash)" /bin/bash
+  install_dynamic "$1" "$(command -v nc.openbsd)" /usr/bin/nc
+  for tool in curl dig getent socat ip; do
+    install_dynamic "$1" "$(command -v "$tool")" "/usr/bin/$tool"
+  done
+  printf 'hosts: files dns\n' >"$1/etc/nsswitch.conf"
 }
 rootfs_busybox() {
   local applet
@@ -162,21 +190,33 @@ rootfs_busybox() {
 # backtraces still name functions), the shared libraries it loads and the dynamic loader, each at
 # the path `ldd` names (the copy is of the file a symlink points to), and users for uid 65532.
 rootfs_program() {
-  local dir=$1 binary=$2 name=$3 libs lib
+  local dir=$1 binary=$2 name=$3
   mkdir -p "$dir/usr/local/bin"
   strip --strip-debug -o "$dir/usr/local/bin/$name" "$binary"
   chmod 755 "$dir/usr/local/bin/$name"
-  # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)";
-  # linux-vdso is the kernel's. A static binary ("not a dynamic executable") needs none.
-  libs=$(ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}') || true
-  for lib in $libs; do
-    install -D -m755 "$(readlink -f "$lib")" "$dir$lib"
-  done
+  install_libs "$dir" "$binary"
   mkdir -p "$dir/etc"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$dir/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\n' >"$dir/etc/group"
   # glibc (>= 2.34 has the files and dns modules built in) reads this for host names.
   printf 'hosts: files dns\n' >"$dir/etc/nsswitch.conf"
+}
+
+# install_libs DIR BINARY: the shared libraries BINARY loads and the dynamic loader, each at the
+# path `ldd` names (the copy is of the file a symlink points to). From `ldd`:
+# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)";
+# linux-vdso is the kernel's. A static binary ("not a dynamic executable") needs none.
+install_libs() {
+  local dir=$1 binary=$2 libs lib
+  libs=$(ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}') || true
+  for lib in $libs; do
+    install -D -m755 "$(readlink -f "$lib")" "$dir$lib"
+  done
+}
+# install_dynamic DIR BINARY PATH: BINARY at PATH in DIR, with what it loads.
+install_dynamic() {
+  install -D -m755 "$2" "$1$3"
+  install_libs "$1" "$2"
 }
 
 # The operator, and beside it helm, which renders the tenants' vCluster chart (`helm template`),
@@ -263,6 +303,9 @@ build_vcluster() {
                m == "github.com/loft-sh/vcluster" { print v; exit }' "$REPO_ROOT/acceptance/tools/vcluster/go.mod")
   build_image vcluster "$vc_v" '["/vcluster","start"]' -
   build_image kubernetes "$KUBECTL_V" - -
+  # The init container vCluster gives a pod with a hostname and a subdomain (a StatefulSet's) to
+  # write its name into /etc/hosts (sync.toHost.pods.rewriteHosts; upstream's default is alpine).
+  build_image busybox "$BUSYBOX_V" - '["/bin/sh"]'
 }
 
 # build_crossplane: Crossplane's image, and the function's package built on its runtime image.
@@ -327,7 +370,7 @@ case $1 in
     # Built first, so that a failed build (e.g. a full disk) stops here instead of importing nothing.
     shopt -s inherit_errexit
     lines=$(build_vcluster)
-    [ "$(grep -c . <<<"$lines")" -eq 2 ] || die "building the vCluster images gave no images"
+    [ "$(grep -c . <<<"$lines")" -eq 3 ] || die "building the vCluster images gave no images"
     import_images "$2" <<<"$lines"
     ;;
   crossplane)
@@ -342,16 +385,19 @@ case $1 in
     ;;
   conformance)
     [ $# -eq 2 ] || die "$USAGE"
-    for b in e2e.test agnhost; do
-      [ -x "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with conformance"
+    for b in e2e.test agnhost agnhost-porter; do
+      [ -e "$BIN/$b" ] || die "$BIN/$b missing: build it with acceptance/harness/build-tools.sh --with conformance"
     done
     refs=$(KUBE_TEST_REPO_LIST="$HARNESS_DIR/manifests/conformance-registries.yaml" "$BIN/e2e.test" --list-images) \
       || die "e2e.test --list-images failed"
+    ensure_cmds "${NETWORK_TOOLS[@]}"
     AGNHOST_V=$(grep -oE '^localhost/kubespaces/agnhost:[^ ]+$' <<<"$refs" | sort -V | tail -1 | cut -d: -f2)
     [ -n "$AGNHOST_V" ] || die "e2e.test lists no localhost/kubespaces/agnhost image"
     shopt -s inherit_errexit
-    line=$(build_image agnhost "$AGNHOST_V" '["/agnhost"]' '["pause"]')
-    import_images "$2" <<<"$line" >/dev/null
+    DNS_TESTING_V=$(grep -oE '^localhost/kubespaces/glibc-dns-testing:[^ ]+$' <<<"$refs" | cut -d: -f2)
+    lines=$(build_image agnhost "$AGNHOST_V" '["/agnhost"]' '["pause"]'
+            [ -z "$DNS_TESTING_V" ] || build_image glibc-dns-testing "$DNS_TESTING_V" - '["/bin/sh"]')
+    import_images "$2" <<<"$lines" >/dev/null
     # The node's busybox and pause, and this agnhost, under every name of theirs the suite uses
     # (some tests name theirs in full, outside the registry list).
     state=$(cd "$2" && pwd)
@@ -360,6 +406,7 @@ case $1 in
       name=${ref##*/}; name=${name%%:*}
       case "$name:$ref" in
         agnhost:localhost/kubespaces/*) from="localhost/kubespaces/agnhost:$AGNHOST_V" ;;
+        glibc-dns-testing:localhost/kubespaces/*) from="localhost/kubespaces/glibc-dns-testing:$DNS_TESTING_V" ;;
         busybox:*) from="localhost/kubespaces/busybox:$BUSYBOX_V" ;;
         pause:*) from="localhost/kubespaces/pause:1" ;;
         *) echo "$ref"; continue ;;
@@ -412,7 +459,7 @@ case $1 in
               # shellcheck disable=SC2086
               [ "${spec%% *}" != coredns ] || build_image $spec
             done)
-    [ "$(grep -c . <<<"$lines")" -eq 5 ] || die "building the platform's images gave no images"
+    [ "$(grep -c . <<<"$lines")" -eq 6 ] || die "building the platform's images gave no images"
     echo "$lines"
     ;;
   *) die "$USAGE" ;;

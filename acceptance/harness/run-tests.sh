@@ -17,7 +17,8 @@
 #      carrying that label); Dex
 #   5. in the background, at a lower priority, in CPU time the tests mostly leave idle: cargo
 #      clippy -D warnings (its own target dir, target/clippy) and the tools only some tests use
-#      (health-check, Crossplane, OpenTofu; their tests wait for them)
+#      (health-check, the conformance suite's e2e.test and agnhost, Crossplane, OpenTofu; their
+#      tests wait for them)
 #   6. alone: the tests that take the shared cluster down in part (the API server's outage, the
 #      shared operator's leader killed, the release uninstalled and installed again: docs/install.md;
 #      the release taken back to the previous one and upgraded with a live tenant); #[ignore]d in a
@@ -197,21 +198,23 @@ phase "Go: helm, the vCluster's and Dex (after the cluster started beside them)"
 
 # The tools only some tests use build from here on, while the chart is installed and the tests
 # run, at a lower priority, in CPU time the tests leave (cold, 2026-12-06, with one set of Go pins:
-# about 18 min under their load; cached: a lookup): health-check (tests/health.rs), Crossplane (tests/crossplane.rs) and OpenTofu
-# (the provider's second pass). Their tests wait for them (kubespaces_acceptance::built_tool);
+# about 18 min under their load; cached: a lookup): health-check (tests/health.rs), e2e.test and
+# agnhost (tests/conformance.rs), Crossplane (tests/crossplane.rs) and OpenTofu (the provider's
+# second pass). Their tests wait for them (kubespaces_acceptance::built_tool);
 # their links are dropped first so that no test runs a stale build of an older pin. The steps
 # below pass KUBESPACES_BIN, so none of them waits for build-tools.sh's lock meanwhile.
-step "health-check, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
-rm -f "$BIN"/{health-check,crossplane,xp-render,xp-package,crossplane-cluster,function-patch-and-transform,function-patch-and-transform-package,tofu} \
+step "health-check, the conformance suite, Crossplane and OpenTofu, built in the background (logs/late-tools.log)"
+rm -f "$BIN"/{health-check,e2e.test,agnhost,agnhost-porter,crossplane,xp-render,xp-package,crossplane-cluster,function-patch-and-transform,function-patch-and-transform-package,tofu} \
   "$STATE/tools.failed"
-# health.rs's verdicts end one lane (health-check: under a minute); OpenTofu next: its pass follows
+# health.rs's verdicts and the conformance core end one lane (health-check: under a minute; the
+# suite: about 2.5 min after the cluster's Kubernetes, whose packages it shares); OpenTofu next: its pass follows
 # the terraform pass, and built last (cold, 2026-12-06: 989 s under the tests' load) it made the
 # run end 295 s after the lanes; Crossplane and the function (which reuses Crossplane's compiled
 # packages) last, for crossplane.rs, which ends the other lane (cold, in this order: OpenTofu
 # 986 s, Crossplane 837 s, and that lane waited for it: the lanes ran 375 s longer, with no tail).
-setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with tofu --with crossplane \
-    >/dev/null 2>"$2/logs/late-tools.log" \
-  || echo "build-tools.sh --with health-check --with tofu --with crossplane failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
+setsid bash -c 'nice -n 10 "$1/build-tools.sh" --with health-check --with conformance --with tofu \
+    --with crossplane >/dev/null 2>"$2/logs/late-tools.log" \
+  || echo "build-tools.sh --with health-check --with conformance --with tofu --with crossplane failed: see $2/logs/late-tools.log" >"$2/tools.failed"' \
   late-tools "$HARNESS_DIR" "$STATE" &
 LATE_TOOLS=$!
 
@@ -311,7 +314,7 @@ PROVIDER_LANE=$!
 LANE_A=(apps control_plane tenant_lifecycle cli hostile_user leader_election observability
   operator_restart gateway control_plane_roll)
 LANE_A_LATE=(crossplane)
-LANE_B_LATE=(health)
+LANE_B_LATE=(conformance health)
 mapfile -t LANE_B < <(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 taken = set(sys.argv[1:])

@@ -462,7 +462,37 @@ async fn a_team_sees_its_tenant_come_alive_uses_it_and_deletes_it_in_chromium() 
         "true",
         "no reload"
     );
+    // Alice sees only her own tenants: no owner column.
+    assert_eq!(
+        eval_string(
+            &list,
+            "String(document.querySelector('#tenant-rows .owner'))"
+        )
+        .await,
+        "null"
+    );
     list.close().await.ok();
+
+    // An admin sees everyone's, with each one's owner; in a browser of their own (one session
+    // cookie per browser).
+    let admins = Chromium::launch().await;
+    let admin = admins.browser.new_page(server.url.clone()).await.unwrap();
+    admin.wait_for_navigation().await.unwrap();
+    log_in(&admin, &dex.issuer, "admin@example.com").await;
+    let row = format!("#tenant-rows tr[data-tenant='{NAME}']");
+    assert_eq!(
+        text_of(&admin, &format!("{row} .owner")).await.as_deref(),
+        Some("alice@example.com"),
+        "the admin's list names the owner"
+    );
+    assert_eq!(
+        text_of(&admin, "#tenants thead th:last-child")
+            .await
+            .as_deref(),
+        Some("Owner")
+    );
+    assert_accessible(&admin, &axe, "an admin's tenant list").await;
+    admins.close().await;
 
     // The Events shown are those the operator recorded on this Tenant.
     let events: Api<Event> = Api::namespaced(env.client().await, "default");
