@@ -133,15 +133,14 @@ check() {
     { grep -qF 'topologyKey: example.com/rack' <<<"$spread" && ! grep -qF 'topology.kubernetes.io/zone' <<<"$spread"; } \
       || die "templates/$dep.yaml: ${values}topologySpreadConstraints does not replace the default spread"
   done
-  # registry: every image of the platform and of its tenants' vClusters comes from it (the
-  # syncer's init container of StatefulSet pods too: kubespaces/busybox), none from where the
-  # defaults name (ghcr.io, localhost).
+  # registry: every image of the platform and of its tenants' vClusters comes from it, none from
+  # where the defaults name (ghcr.io, localhost).
   local reg=registry.example.com:5000/platform images
   out=$(helm_ template "$RELEASE" "$CHART" "${oidc[@]}" --set-string registry="$reg/")
   images=$(grep -oE '(image|registry|repository): .*' <<<"$out" | tr -d '"' | sort -u)
   for expect in "image: $reg/kubespaces/operator:" "image: $reg/kubespaces/server:" \
                 "image: $reg/kubespaces/coredns:" "registry: $reg" "repository: kubespaces/vcluster" \
-                "repository: kubespaces/kubernetes" "repository: kubespaces/busybox"; do
+                "repository: kubespaces/kubernetes"; do
     grep -qF -- "$expect" <<<"$images" || die "with registry=$reg/, nothing rendered '$expect': $images"
   done
   ! grep -E 'ghcr.io|localhost' <<<"$images" || die "with registry=$reg/, images still come from elsewhere"

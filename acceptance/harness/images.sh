@@ -19,12 +19,11 @@
 #   the node, unless KUBESPACES_KEEP_OLDER_IMAGES=1 (previous-release.sh).
 # server: the same for the server (a build of kubespaces-server), localhost/kubespaces/server:<tag>:
 #   the binary and its libraries alone.
-# vcluster: builds and imports (the same way as import) the images a vCluster runs from (the
-#   syncer, the control plane, and busybox for its pods' hosts files), which only clusters that
-#   host vClusters need (their binaries: build-tools.sh --with vcluster).
+# vcluster: builds and imports (the same way as import) the two images a vCluster runs from, which
+#   only clusters that host vClusters need (their binaries: build-tools.sh --with vcluster).
 # dist: builds (or looks up) the images of the platform and its tenants, from the operator and
 #   server binaries given (OPERATOR SERVER) and the vCluster's, and prints their lines as build
-#   does, importing nothing: operator, server, vcluster, kubernetes, busybox, coredns (dist.sh).
+#   does, importing nothing: operator, server, vcluster, kubernetes, coredns (dist.sh).
 # conformance: builds and imports the images the conformance suite's pods run, under the names the
 #   suite gives them with manifests/conformance-registries.yaml (e2e.test --list-images; every
 #   registry is localhost/kubespaces): agnhost, from the cluster's Kubernetes module (build-tools.sh
@@ -303,9 +302,6 @@ build_vcluster() {
                m == "github.com/loft-sh/vcluster" { print v; exit }' "$REPO_ROOT/acceptance/tools/vcluster/go.mod")
   build_image vcluster "$vc_v" '["/vcluster","start"]' -
   build_image kubernetes "$KUBECTL_V" - -
-  # The init container vCluster gives a pod with a hostname and a subdomain (a StatefulSet's) to
-  # write its name into /etc/hosts (sync.toHost.pods.rewriteHosts; upstream's default is alpine).
-  build_image busybox "$BUSYBOX_V" - '["/bin/sh"]'
 }
 
 # build_crossplane: Crossplane's image, and the function's package built on its runtime image.
@@ -370,7 +366,7 @@ case $1 in
     # Built first, so that a failed build (e.g. a full disk) stops here instead of importing nothing.
     shopt -s inherit_errexit
     lines=$(build_vcluster)
-    [ "$(grep -c . <<<"$lines")" -eq 3 ] || die "building the vCluster images gave no images"
+    [ "$(grep -c . <<<"$lines")" -eq 2 ] || die "building the vCluster images gave no images"
     import_images "$2" <<<"$lines"
     ;;
   crossplane)
@@ -459,7 +455,7 @@ case $1 in
               # shellcheck disable=SC2086
               [ "${spec%% *}" != coredns ] || build_image $spec
             done)
-    [ "$(grep -c . <<<"$lines")" -eq 6 ] || die "building the platform's images gave no images"
+    [ "$(grep -c . <<<"$lines")" -eq 5 ] || die "building the platform's images gave no images"
     echo "$lines"
     ;;
   *) die "$USAGE" ;;

@@ -10,7 +10,8 @@
 # does not. JUnit reports: .kubespaces/conformance/conformance/<side>/junit_01.xml.
 # The cluster is stopped on exit, also on failure.
 # Env: CONFORMANCE_FOCUS (a regular expression over the specs' names; default every [Conformance]
-#      spec), CONFORMANCE_SKIP, CONFORMANCE_SIDES (tenant,host).
+#      spec), CONFORMANCE_SKIP, CONFORMANCE_SIDES (tenant,host), CONFORMANCE_POD_SECURITY (the
+#      platform's tenants.podSecurity.level; default baseline).
 set -euo pipefail
 # shellcheck source=acceptance/harness/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -19,7 +20,12 @@ STATE="$REPO_ROOT/.kubespaces/conformance"
 T0=$SECONDS
 
 bench_cluster "$STATE" real --build kubespaces-operator --with helm --with vcluster --with conformance \
-  --crds --chart
+  --crds
+# The suite's pods run as root and without the restricted profile's settings: its tenant gets the
+# Pod Security level it asks for, baseline (docs/conformance.md; CONFORMANCE_POD_SECURITY=restricted
+# shows what the chart's default refuses).
+"$HARNESS_DIR/chart.sh" install "$STATE" \
+  --set-string tenants.podSecurity.level="${CONFORMANCE_POD_SECURITY:-baseline}"
 [ -n "${KUBESPACES_API_GATEWAY:-}" ] || die "the cluster in $STATE has no platform Gateway: no tenant control planes"
 log "==> the images the suite's pods run (images.sh conformance); the suite's other images, which the harness does not build, follow:"
 "$HARNESS_DIR/images.sh" conformance "$STATE" | sed 's/^/  not provided: /' >&3

@@ -147,7 +147,12 @@ async fn a_tenant_passes_the_core_of_the_conformance_suite() {
     let log = report.join("e2e.log");
     let mut e2e = Command::new(e2e);
     e2e.arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(["--provider=skeleton", "--ginkgo.no-color"])
+        // A hung spec stops the suite after 20 min (it takes about 4), not ginkgo's default hour.
+        .args([
+            "--provider=skeleton",
+            "--ginkgo.no-color",
+            "--ginkgo.timeout=20m",
+        ])
         .arg(format!("--kubectl-path={}", env.kubectl))
         .arg(format!("--report-dir={}", report.display()))
         .arg(format!("--ginkgo.json-report={}", json.display()))

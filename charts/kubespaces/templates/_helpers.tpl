@@ -115,13 +115,10 @@ of tenantImages under registry laid over them when registry is set.
 {{- $t := $.Values.tenantImages }}
 {{- $syncer := regexSplit ":" $t.vcluster 2 }}
 {{- $kubernetes := regexSplit ":" $t.kubernetes 2 }}
-{{- $busybox := regexSplit ":" $t.busybox 2 }}
 {{- $images := dict "controlPlane" (dict
       "statefulSet" (dict "image" (dict "registry" $registry "repository" (index $syncer 0) "tag" (index $syncer 1)))
       "distro" (dict "k8s" (dict "image" (dict "registry" $registry "repository" (index $kubernetes 0) "tag" (index $kubernetes 1))))
-      "coredns" (dict "deployment" (dict "image" (printf "%s/%s" $registry $t.coredns))))
-    "sync" (dict "toHost" (dict "pods" (dict "rewriteHosts" (dict "initContainer" (dict
-      "image" (dict "registry" $registry "repository" (index $busybox 0) "tag" (index $busybox 1))))))) }}
+      "coredns" (dict "deployment" (dict "image" (printf "%s/%s" $registry $t.coredns)))) }}
 {{- $values = mustMergeOverwrite $values $images }}
 {{- end }}
 {{- toYaml $values }}
