@@ -29,7 +29,8 @@
 #   registry is localhost/kubespaces): agnhost, from the cluster's Kubernetes module (build-tools.sh
 #   --with conformance), on busybox as upstream's is on alpine, with the Debian programs its
 #   probes run (nc, curl, dig, getent, ...), and glibc-dns-testing of the same; the harness's
-#   busybox and pause under the suite's tags. Prints the names it does not provide (run-conformance.sh reports them).
+#   busybox and pause under the suite's tags. Prints the names it does not provide
+#   (run-conformance.sh reports them).
 # crossplane: builds and imports Crossplane's image and the package of the composition function
 #   docs/crossplane.md uses (binaries and upstream files: build-tools.sh --with crossplane), for
 #   crossplane.sh. The package is built by xp-package and also written as the entry of
@@ -140,9 +141,9 @@ rootfs_function-runtime() {
   etc_files "$1"; install -D -m755 "$BIN/function-patch-and-transform" "$1/function"
 }
 # agnhost as upstream lays it out: /agnhost (also as agnhost-2), /uploads, the porter's
-# certificate and key at /localhost.{crt,key}, and the user and group
-# of the test that runs as "a user defined in the image"; with the tools upstream adds to its
-# alpine, which the suite's probes run (rootfs_network_tools).
+# certificate and key at /localhost.{crt,key}, the user and group of the test that runs as "a
+# user defined in the image", and the tools upstream adds to its alpine, which the suite's probes
+# run (rootfs_network_tools).
 rootfs_agnhost() {
   rootfs_busybox "$1"
   rootfs_network_tools "$1"

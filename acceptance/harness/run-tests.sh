@@ -207,8 +207,8 @@ step "health-check, the conformance suite, Crossplane and OpenTofu, built in the
 rm -f "$BIN"/{health-check,e2e.test,agnhost,agnhost-porter,crossplane,xp-render,xp-package,crossplane-cluster,function-patch-and-transform,function-patch-and-transform-package,tofu} \
   "$STATE/tools.failed"
 # health.rs's verdicts and the conformance core end one lane (health-check: under a minute; the
-# suite: about 2.5 min after the cluster's Kubernetes, whose packages it shares); OpenTofu next: its pass follows
-# the terraform pass, and built last (cold, 2026-12-06: 989 s under the tests' load) it made the
+# suite: about 2.5 min after the cluster's Kubernetes, whose packages it shares); OpenTofu next:
+# its pass follows the terraform pass, and built last (cold, 2026-12-06: 989 s under the tests' load) it made the
 # run end 295 s after the lanes; Crossplane and the function (which reuses Crossplane's compiled
 # packages) last, for crossplane.rs, which ends the other lane (cold, in this order: OpenTofu
 # 986 s, Crossplane 837 s, and that lane waited for it: the lanes ran 375 s longer, with no tail).
