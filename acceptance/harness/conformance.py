@@ -55,8 +55,10 @@ def run_suite(e2e, side, kubeconfig, focus, skip, timeout, registries, out):
     report = os.path.join(out, side)
     os.makedirs(report, exist_ok=True)
     log = os.path.join(out, f"{side}.log")
+    # The cluster's kubectl for the specs that run one, not whatever PATH holds.
     args = [e2e, f"--kubeconfig={kubeconfig}", "--provider=skeleton", f"--report-dir={report}",
-            f"--ginkgo.focus={focus}", "--ginkgo.no-color", f"--ginkgo.timeout={timeout}"]
+            f"--kubectl-path={benchlib.KUBECTL}", f"--ginkgo.focus={focus}", "--ginkgo.no-color",
+            f"--ginkgo.timeout={timeout}"]
     if skip:
         args.append(f"--ginkgo.skip={skip}")
     env = dict(os.environ, KUBE_TEST_REPO_LIST=registries)
