@@ -1,7 +1,8 @@
 """What the harness's Python programs share: chart-bench.py, control-plane-bench.py,
-node-bench.py and conformance.py (messages, commands and kubectl, polling, /proc and cgroup files, percentiles and
-figures) and hosts-sync.py (the cluster's env). Imported from the script's own directory; each
-script sets PREFIX (its messages' name) and, where it runs kubectl through here, KUBECTL."""
+node-bench.py and conformance.py (messages, commands and kubectl, polling, /proc and cgroup
+files, percentiles and figures) and hosts-sync.py (the cluster's env). Imported from the
+script's own directory; each script sets PREFIX (its messages' name) and, where it runs kubectl
+through here, KUBECTL."""
 
 import os
 import statistics

@@ -159,12 +159,10 @@ rootfs_glibc-dns-testing() {
   rootfs_busybox "$1"
   rootfs_network_tools "$1"
 }
-# The Debian programs of NETWORK_TOOLS (the suite's probes run `nc -v -t -w 2`, `curl`, `dig`,
-# `getent hosts`, ...) under /usr/bin, before busybox's /bin on PATH, with what they load; and
-# dash as /bin/sh, since the ash of Debian's static busybox runs its own applets (a small nc)
-# before anything on PATH. glibc (>= 2.34) has the files and dns modules built in.
-NETWORK_TOOLS=(dash:dash bash:bash curl:curl dig:bind9-dnsutils getent:libc-bin
-               nc.openbsd:netcat-openbsd socat:socat ip:iproute2)
+# The Debian programs of CONFORMANCE_IMAGE_TOOLS (lib.sh; the suite's probes run `nc -v -t -w 2`,
+# `curl`, `dig`, `getent hosts`, ...) under /usr/bin, before busybox's /bin on PATH, with what
+# they load; and dash as /bin/sh, since the ash of Debian's static busybox runs its own applets (a
+# small nc) before anything on PATH. glibc (>= 2.34) has the files and dns modules built in.
 rootfs_network_tools() {
   local tool
   rm -f "$1/bin/sh" "$1/bin/bash"
@@ -387,7 +385,7 @@ case $1 in
     done
     refs=$(KUBE_TEST_REPO_LIST="$HARNESS_DIR/manifests/conformance-registries.yaml" "$BIN/e2e.test" --list-images) \
       || die "e2e.test --list-images failed"
-    ensure_cmds "${NETWORK_TOOLS[@]}"
+    ensure_cmds "${CONFORMANCE_IMAGE_TOOLS[@]}"
     AGNHOST_V=$(grep -oE '^localhost/kubespaces/agnhost:[^ ]+$' <<<"$refs" | sort -V | tail -1 | cut -d: -f2)
     [ -n "$AGNHOST_V" ] || die "e2e.test lists no localhost/kubespaces/agnhost image"
     shopt -s inherit_errexit

@@ -35,6 +35,11 @@ ensure_cmds() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
 
+# The Debian programs the conformance suite's agnhost and glibc-dns-testing images carry (images.sh
+# conformance: tests/conformance.rs in make test, and make conformance).
+CONFORMANCE_IMAGE_TOOLS=(dash:dash bash:bash curl:curl dig:bind9-dnsutils getent:libc-bin
+                         nc.openbsd:netcat-openbsd socat:socat ip:iproute2)
+
 # The runtime needs of the harness (cluster + operator scripts).
 ensure_runtime_tools() {
   ensure_cmds curl:curl openssl:openssl python3:python3 flock:util-linux setsid:util-linux

@@ -53,8 +53,9 @@ TEST_LOGS=()
 
 ensure_runtime_tools
 # The portal's test drives a real headless Chromium (Debian's package) and checks its pages with
-# axe-core, which npm fetches once (acceptance/src/browser.rs).
-ensure_cmds chromium:chromium npm:npm
+# axe-core, which npm fetches once (acceptance/src/browser.rs); the conformance test's images carry
+# Debian's network tools (images.sh conformance).
+ensure_cmds chromium:chromium npm:npm "${CONFORMANCE_IMAGE_TOOLS[@]}"
 ensure_node_tools
 ensure_go
 ensure_rust

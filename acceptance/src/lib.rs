@@ -198,7 +198,7 @@ pub async fn wait_ready(tenants: &Api<Tenant>, name: &str, timeout: Duration) ->
 }
 
 /// A tenant's phase and its conditions that are not True, for a timeout's message.
-pub fn conditions_seen(tenant: &Tenant) -> String {
+fn conditions_seen(tenant: &Tenant) -> String {
     let status = tenant.status.as_ref();
     let mut seen = format!(
         "phase {}",

@@ -18,7 +18,7 @@ use crate::{
     caller::Caller,
     error::ApiError,
     state::AppState,
-    streams::{Until, Waiting, changes_stream},
+    streams::{Reader, Until, changes_stream},
     tenants::{CreateTenant, view},
 };
 
@@ -157,5 +157,5 @@ async fn watch(
     let slot = state.streams.acquire(&caller.email)?;
     let until = Until::token(&caller);
     let tenants = state.tenants.store();
-    Ok(changes_stream(tenants, caller, query.name, until, Waiting::Omitted, slot).into_response())
+    Ok(changes_stream(tenants, caller, query.name, until, Reader::Api, slot).into_response())
 }

@@ -146,8 +146,8 @@ struct Feed {
     changes: Changes,
     until: Until,
     ended: bool,
-    /// Whether each tenant's event also says what it is waiting for (the portal's page).
-    waiting: Waiting,
+    /// What each tenant's event carries: the API's tenant or the portal's view of it.
+    reader: Reader,
     /// Held for as long as the stream is: its place among the user's streams.
     _slot: Slot,
 }
@@ -168,7 +168,7 @@ impl Feed {
                     if !self.until.valid() {
                         return self.end();
                     }
-                    return Some(event(&change, self.waiting));
+                    return Some(event(&change, self.reader));
                 }
                 _ = tokio::time::sleep(RECHECK), if self.until.still.is_some() => {
                     if !self.until.valid() {
@@ -185,23 +185,23 @@ impl Feed {
     }
 }
 
-/// Whether a stream's events carry, beside the tenant, what it is waiting for.
+/// Who reads a stream, which decides what its events carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Waiting {
-    /// The tenant as the API shows it, nothing else (`/api/v1/tenants/watch`).
-    Omitted,
+pub enum Reader {
+    /// An API client: the tenant as the API shows it (`/api/v1/tenants/watch`).
+    Api,
     /// For the portal's pages, only what their scripts read: a `view` ([`TenantView`]:
     /// checklist, quota bars, teardown), which they copy into the page without deciding or
     /// parsing anything themselves, and `waiting` ([`conditions::waiting_for`]; empty when
     /// nothing is unmet), so the page shows the CLI's definition without one of its own.
-    Included,
+    Portal,
 }
 
-fn event(change: &Change, waiting: Waiting) -> Event {
+fn event(change: &Change, reader: Reader) -> Event {
     let event = Event::default().event(change.kind);
-    let data = match waiting {
-        Waiting::Omitted => event.json_data(view(&change.tenant)),
-        Waiting::Included => event.json_data(serde_json::json!({
+    let data = match reader {
+        Reader::Api => event.json_data(view(&change.tenant)),
+        Reader::Portal => event.json_data(serde_json::json!({
             "view": TenantView::of(&change.tenant, Timestamp::now()),
             "waiting": conditions::waiting_for(change.tenant.conditions()).unwrap_or_default(),
         })),
@@ -217,7 +217,7 @@ pub fn changes_stream(
     caller: Identity,
     name: Option<String>,
     until: Until,
-    waiting: Waiting,
+    reader: Reader,
     slot: Slot,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let wanted = move |t: &Tenant| {
@@ -240,7 +240,7 @@ pub fn changes_stream(
         changes: Box::pin(futures::stream::iter(initial).chain(live)),
         until,
         ended: false,
-        waiting,
+        reader,
         _slot: slot,
     };
     let stream = futures::stream::unfold(feed, |mut feed| async move {
@@ -290,7 +290,7 @@ mod tests {
             changes,
             until,
             ended: false,
-            waiting: Waiting::Omitted,
+            reader: Reader::Api,
             _slot: slots.acquire("alice").unwrap(),
         }
     }

@@ -23,7 +23,7 @@ use super::{
 use crate::{
     api::kubeconfig_download,
     state::AppState,
-    streams::{Until, Waiting, changes_stream},
+    streams::{Reader, Until, changes_stream},
     tenant_view::TenantView,
     tenants::CreateTenant,
 };
@@ -235,5 +235,5 @@ pub async fn events(
             .data("your session has ended: log in again to see live changes"),
     };
     let tenants = state.tenants.store();
-    changes_stream(tenants, b.identity, q.name, until, Waiting::Included, slot).into_response()
+    changes_stream(tenants, b.identity, q.name, until, Reader::Portal, slot).into_response()
 }
