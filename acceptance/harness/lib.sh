@@ -221,6 +221,18 @@ print_log_tails() {
   done
 }
 
+# print_unwell STATE BIN: what the cluster in STATE holds that is not well, after a failure: every
+# Tenant not Ready with the conditions it waits on, and every pod not running and ready. A test
+# that timed out waiting for a tenant is then explained in the run's own output.
+print_unwell() {
+  local state=$1 kc=("$2/kubectl" --kubeconfig "$1/kubeconfig" --request-timeout=10s)
+  [ -f "$state/kubeconfig" ] && [ -x "$2/kubectl" ] || return 0
+  printf '\n===== Tenants not Ready, and what they wait on =====\n' >&3
+  "${kc[@]}" get tenants -A -o jsonpath='{range .items[?(@.status.phase!="Ready")]}{.metadata.name}{" "}{.status.phase}{"\n"}{range .status.conditions[?(@.status!="True")]}{"  "}{.type}{" "}{.reason}{": "}{.message}{"\n"}{end}{end}' >&3 2>&1 || true
+  printf '\n===== pods not running and ready =====\n' >&3
+  "${kc[@]}" get pods -A -o wide 2>&1 | awk 'NR == 1 || ($4 != "Completed" && ($4 != "Running" || split($3, r, "/") && r[1] != r[2]))' >&3 || true
+}
+
 # Removes `export NAME=...` lines from an env file (so re-running a start does not duplicate them).
 env_unset() {
   local file=$1 name=$2

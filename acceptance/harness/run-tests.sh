@@ -80,6 +80,7 @@ cleanup() {
       case $status in 130|143) log "interrupted: component logs follow" ;;
         *) log "tests failed (exit $status): component logs follow" ;; esac
       print_log_tails "$STATE" 60
+      print_unwell "$STATE" "${BIN:-}"
       log "full logs in ${STATE#"$REPO_ROOT/"}/logs/"
     fi
     # Operators that tests started for their own tenants and did not stop (a test that panicked

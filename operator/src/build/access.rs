@@ -251,7 +251,8 @@ pub const CONTROL_PLANE: &[Access] = &[
         &[
             "create", "delete", "patch", "update", "get", "list", "watch",
         ],
-        "the chart Role's rule: the vCluster syncs the tenant's pods",
+        "the chart Role's rule: the vCluster syncs the tenant's pods; reconcile::control_plane \
+         gets the control plane's own pod, to say what it waits for",
     ),
     access(
         "",

@@ -3,8 +3,8 @@
 //! from requests through the route and is made where they are sent
 //! (`reconcile::control_plane`).
 
-use k8s_openapi::api::apps::v1::StatefulSet;
-use kube::api::DynamicObject;
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
+use kube::{Resource, api::DynamicObject};
 
 use crate::{
     build::control_plane::{apps, route, settings::ParentRef},
@@ -26,14 +26,128 @@ pub fn running(statefulset: Option<&StatefulSet>) -> bool {
     })
 }
 
-/// `ControlPlaneReady`: the workload runs and has written its admin kubeconfig.
-pub fn workload(ns: &str, running: bool, admin_written: bool, chart_version: &str) -> Desired {
+/// What the control plane's pod waits for, when the StatefulSet does not run: not scheduled
+/// (and the scheduler's reason: CPU, memory, a volume not provisioned), a container waiting
+/// (an image not pulled, a crash loop) or not passing its probes. None when there is no more to
+/// say. Only the pod the StatefulSet controls is read: the tenant may create pods of its own in
+/// its namespace, and what they say is not the platform's.
+pub fn pod_waiting(pod: Option<&Pod>, statefulset: Option<&StatefulSet>) -> Option<String> {
+    let statefulset_uid = statefulset?.meta().uid.as_deref()?;
+    let Some(pod) = pod else {
+        return Some(format!("pod {} does not exist yet", names::POD));
+    };
+    let controlled = pod
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == statefulset_uid);
+    if !controlled {
+        return None;
+    }
+    let name = names::POD;
+    if pod.meta().deletion_timestamp.is_some() {
+        return Some(format!("pod {name} is terminating"));
+    }
+    let status = pod.status.as_ref()?;
+    let unscheduled = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False");
+    if let Some(c) = unscheduled {
+        return Some(format!(
+            "pod {name} is not scheduled: {}: {}",
+            c.reason.as_deref().unwrap_or("Unknown"),
+            c.message
+                .as_deref()
+                .unwrap_or("no message")
+                .trim_end_matches('.')
+        ));
+    }
+    let containers = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .map(|c| ("init container", c))
+        .chain(
+            status
+                .container_statuses
+                .iter()
+                .flatten()
+                .map(|c| ("container", c)),
+        );
+    let mut unready = None;
+    for (kind, c) in containers {
+        let waiting = c.state.as_ref().and_then(|s| s.waiting.as_ref());
+        let reason = waiting.and_then(|w| w.reason.as_deref());
+        // Creating and initializing are what starting is; anything else is worth saying.
+        if let Some(reason) =
+            reason.filter(|r| !matches!(*r, "ContainerCreating" | "PodInitializing"))
+        {
+            let last = c
+                .last_state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref())
+                .map(|t| {
+                    format!(
+                        " (last exit {}: {})",
+                        t.exit_code,
+                        t.reason.as_deref().unwrap_or("no reason")
+                    )
+                })
+                .unwrap_or_default();
+            let message = waiting
+                .and_then(|w| w.message.as_deref())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            return Some(format!(
+                "{kind} {} of pod {name} is waiting: {reason}{message}{last}",
+                c.name
+            ));
+        }
+        let started = c.state.as_ref().is_some_and(|s| s.running.is_some());
+        if unready.is_none() && kind == "container" && started && !c.ready {
+            unready = Some(format!(
+                "container {} of pod {name} runs but is not ready yet",
+                c.name
+            ));
+        }
+    }
+    if unready.is_some() {
+        return unready;
+    }
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    // The operator sees the StatefulSet through its watch: a pod ready for a while beside it
+    // says that watch is behind.
+    ready.then(|| format!("pod {name} is ready; the StatefulSet's status does not say so yet"))
+}
+
+/// `ControlPlaneReady`: the workload runs and has written its admin kubeconfig. `why`: what its
+/// pod waits for, when it does not run ([`pod_waiting`]).
+pub fn workload(
+    ns: &str,
+    running: bool,
+    admin_written: bool,
+    chart_version: &str,
+    why: Option<String>,
+) -> Desired {
     match (running, admin_written) {
         (false, _) => Desired::new(
             CONTROL_PLANE_READY,
             false,
             "Starting",
-            format!("StatefulSet {ns}/{} is not ready yet", names::RELEASE),
+            match why {
+                Some(why) => format!(
+                    "StatefulSet {ns}/{} is not ready yet: {why}",
+                    names::RELEASE
+                ),
+                None => format!("StatefulSet {ns}/{} is not ready yet", names::RELEASE),
+            },
         ),
         (true, false) => Desired::new(
             CONTROL_PLANE_READY,
@@ -167,16 +281,115 @@ mod tests {
     #[test]
     fn control_plane_ready_says_what_it_waits_for() {
         let ns = "kubespaces-tenant-a";
-        let starting = workload(ns, false, true, "0.36.1");
+        let starting = workload(ns, false, true, "0.36.1", None);
         assert_eq!(
             (starting.status, starting.reason.as_str()),
             (false, "Starting")
         );
-        let waiting = workload(ns, true, false, "0.36.1");
+        let waiting = workload(ns, true, false, "0.36.1", None);
         assert_eq!(waiting.reason, "WaitingForAdminSecret");
         assert!(waiting.message.contains(names::ADMIN_SECRET));
-        let running = workload(ns, true, true, "0.36.1");
+        let running = workload(ns, true, true, "0.36.1", None);
         assert!(running.status && running.message.contains("chart 0.36.1"));
+    }
+
+    /// The StatefulSet `uid` and its pod with `status`, owned by `owner` (a uid).
+    fn pod(owner: &str, status: serde_json::Value) -> (StatefulSet, Pod) {
+        let statefulset = StatefulSet {
+            metadata: kube::api::ObjectMeta {
+                uid: Some("sts-uid".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let pod = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "vcluster-0",
+                "ownerReferences": [{
+                    "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "vcluster",
+                    "uid": owner, "controller": true
+                }]
+            },
+            "status": status,
+        }))
+        .unwrap();
+        (statefulset, pod)
+    }
+
+    #[test]
+    fn the_pod_says_what_the_control_plane_waits_for() {
+        let (sts, unscheduled) = pod(
+            "sts-uid",
+            serde_json::json!({"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/1 nodes are available: 1 Insufficient cpu."
+            }]}),
+        );
+        assert_eq!(
+            pod_waiting(Some(&unscheduled), Some(&sts)).as_deref(),
+            Some(
+                "pod vcluster-0 is not scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu"
+            )
+        );
+        let (_, crashing) = pod(
+            "sts-uid",
+            serde_json::json!({"phase": "Running", "containerStatuses": [{
+                "name": "syncer", "ready": false, "restartCount": 3, "image": "", "imageID": "",
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}
+            }]}),
+        );
+        assert_eq!(
+            pod_waiting(Some(&crashing), Some(&sts)).as_deref(),
+            Some(
+                "container syncer of pod vcluster-0 is waiting: CrashLoopBackOff: back-off 40s (last exit 1: Error)"
+            )
+        );
+        let (_, probing) = pod(
+            "sts-uid",
+            serde_json::json!({"phase": "Running", "containerStatuses": [{
+                "name": "syncer", "ready": false, "restartCount": 0, "image": "", "imageID": "",
+                "state": {"running": {}}
+            }]}),
+        );
+        assert_eq!(
+            pod_waiting(Some(&probing), Some(&sts)).as_deref(),
+            Some("container syncer of pod vcluster-0 runs but is not ready yet")
+        );
+        assert_eq!(
+            pod_waiting(None, Some(&sts)).as_deref(),
+            Some("pod vcluster-0 does not exist yet")
+        );
+        let (_, ready) = pod(
+            "sts-uid",
+            serde_json::json!({"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}
+            ]}),
+        );
+        assert_eq!(
+            pod_waiting(Some(&ready), Some(&sts)).as_deref(),
+            Some("pod vcluster-0 is ready; the StatefulSet's status does not say so yet")
+        );
+        let starting = workload("ns", false, false, "0.36.1", pod_waiting(None, Some(&sts)));
+        assert!(
+            starting
+                .message
+                .ends_with("is not ready yet: pod vcluster-0 does not exist yet")
+        );
+    }
+
+    #[test]
+    fn a_pod_the_statefulset_does_not_control_says_nothing() {
+        // The tenant may create a pod of that name in its namespace: its status is the tenant's.
+        let (sts, impostor) = pod(
+            "someone-else",
+            serde_json::json!({"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "pay the tenant"
+            }]}),
+        );
+        assert_eq!(pod_waiting(Some(&impostor), Some(&sts)), None);
+        assert_eq!(pod_waiting(Some(&impostor), None), None);
     }
 
     #[test]

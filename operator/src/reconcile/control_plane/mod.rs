@@ -18,7 +18,11 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::{apps::v1::StatefulSet, core::v1::Secret, rbac::v1::Subject},
+    api::{
+        apps::v1::StatefulSet,
+        core::v1::{Pod, Secret},
+        rbac::v1::Subject,
+    },
     jiff::Timestamp,
 };
 use kube::{
@@ -227,8 +231,19 @@ impl ControlPlane {
                 .and_then(|s| credential::kubeconfig_of(&s, names::ADMIN_SECRET_KEY)),
             false => None,
         };
+        // Not running: what its pod waits for (scheduling, a volume, an image, a crash), which
+        // the StatefulSet's status does not say.
+        let pod = match running {
+            false => {
+                Api::<Pod>::namespaced(client.clone(), &ns)
+                    .get_opt(names::POD)
+                    .await?
+            }
+            true => None,
+        };
+        let why = observe::pod_waiting(pod.as_ref(), statefulset);
         let chart = &self.settings.chart_version;
-        let mut workload = observe::workload(&ns, running, admin.is_some(), chart);
+        let mut workload = observe::workload(&ns, running, admin.is_some(), chart, why);
         roll::explain(&mut workload, &turn, self.settings.roll);
         progress.details.push(workload);
 
