@@ -260,6 +260,11 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
         "Same",
         "All",
         "Always",
+        // The control plane's pod as the scheduler and the kubelet report it, which
+        // ControlPlaneReady's message quotes (observe::control_plane::pod_waiting).
+        "PodScheduled",
+        "ContainerCreating",
+        "PodInitializing",
     ];
     let mut written = Vec::new();
     for (path, text) in &sources {

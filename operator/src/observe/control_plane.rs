@@ -58,7 +58,7 @@ pub fn pod_waiting(pod: Option<&Pod>, statefulset: Option<&StatefulSet>) -> Opti
     if let Some(c) = unscheduled {
         return Some(format!(
             "pod {name} is not scheduled: {}: {}",
-            c.reason.as_deref().unwrap_or("Unknown"),
+            c.reason.as_deref().unwrap_or("no reason"),
             c.message
                 .as_deref()
                 .unwrap_or("no message")
