@@ -29,7 +29,8 @@
 #   registry is localhost/kubespaces): agnhost, from the cluster's Kubernetes module (build-tools.sh
 #   --with conformance), on busybox as upstream's is on alpine, with the Debian programs its
 #   probes run (nc, curl, dig, getent, ...), and glibc-dns-testing of the same; the harness's
-#   busybox and pause under the suite's tags. Prints the names it does not provide
+#   busybox with bash as its sh (conformance-busybox) and pause under the suite's tags. Prints
+#   the names it does not provide
 #   (run-conformance.sh reports them).
 # crossplane: builds and imports Crossplane's image and the package of the composition function
 #   docs/crossplane.md uses (binaries and upstream files: build-tools.sh --with crossplane), for
@@ -173,6 +174,15 @@ rootfs_network_tools() {
     install_dynamic "$1" "$(command -v "$tool")" "/usr/bin/$tool"
   done
   printf 'hosts: files dns\n' >"$1/etc/nsswitch.conf"
+}
+# The suite's busybox: the harness's, with bash as /bin/sh. The ash of Debian's busybox (1.35)
+# drops environment variables whose names are no shell identifiers (`data-1`) before it runs
+# `env`, which the suite's busybox (1.36 and later) keeps, as bash does: the ConfigMap and Secret
+# environment specs read them through `sh -c env`.
+rootfs_conformance-busybox() {
+  rootfs_busybox "$1"
+  rm -f "$1/bin/sh"
+  install_dynamic "$1" "$(command -v bash)" /bin/sh
 }
 rootfs_busybox() {
   local applet
@@ -391,9 +401,10 @@ case $1 in
     shopt -s inherit_errexit
     DNS_TESTING_V=$(grep -oE '^localhost/kubespaces/glibc-dns-testing:[^ ]+$' <<<"$refs" | cut -d: -f2)
     lines=$(build_image agnhost "$AGNHOST_V" '["/agnhost"]' '["pause"]'
+            build_image conformance-busybox "$BUSYBOX_V" - '["/bin/sh"]'
             [ -z "$DNS_TESTING_V" ] || build_image glibc-dns-testing "$DNS_TESTING_V" - '["/bin/sh"]')
     import_images "$2" <<<"$lines" >/dev/null
-    # The node's busybox and pause, and this agnhost, under every name of theirs the suite uses
+    # The node's pause, and these agnhost and busybox, under every name of theirs the suite uses
     # (some tests name theirs in full, outside the registry list).
     state=$(cd "$2" && pwd)
     ctr() { "$BIN/ctr" --address "$state/node/containerd/containerd.sock" --namespace k8s.io "$@" 2>/dev/null; }
@@ -402,7 +413,7 @@ case $1 in
       case "$name:$ref" in
         agnhost:localhost/kubespaces/*) from="localhost/kubespaces/agnhost:$AGNHOST_V" ;;
         glibc-dns-testing:localhost/kubespaces/*) from="localhost/kubespaces/glibc-dns-testing:$DNS_TESTING_V" ;;
-        busybox:*) from="localhost/kubespaces/busybox:$BUSYBOX_V" ;;
+        busybox:*) from="localhost/kubespaces/conformance-busybox:$BUSYBOX_V" ;;
         pause:*) from="localhost/kubespaces/pause:1" ;;
         *) echo "$ref"; continue ;;
       esac

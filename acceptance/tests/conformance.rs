@@ -19,8 +19,8 @@ use serde::Deserialize;
 
 /// The specs, by their full names: custom resources, admission webhooks, watches, garbage
 /// collection and quota; Deployments, a ReplicaSet, StatefulSets and a Job; Services' endpoints
-/// and cluster DNS; pods, their exec and logs, the downward API, a ConfigMap and a Secret in
-/// them; a ServiceAccount's projected token and access reviews.
+/// and cluster DNS; pods, their exec and logs, the downward API, a ConfigMap (as volume and as
+/// environment) and a Secret in them; a ServiceAccount's projected token and access reviews.
 const CORE: &[&str] = &[
     "[sig-api-machinery] CustomResourceDefinition resources [Privileged:ClusterAdmin] Simple CustomResourceDefinition creating/deleting custom resource definition objects works [Conformance]",
     "[sig-api-machinery] CustomResourceDefinition resources [Privileged:ClusterAdmin] custom resource defaulting for requests and from storage works [Conformance]",
@@ -47,6 +47,8 @@ const CORE: &[&str] = &[
     "[sig-node] Pods should support remote command execution over websockets [Conformance] [NodeConformance]",
     "[sig-node] Pods should support retrieving logs from the container over websockets [Conformance] [NodeConformance]",
     "[sig-node] Downward API should provide pod name, namespace and IP address as env vars [Conformance] [NodeConformance]",
+    "[sig-node] ConfigMap should be consumable via the environment [Conformance] [NodeConformance]",
+    "[sig-node] ConfigMap should be consumable as environment variable names with various prefixes [Conformance]",
     "[sig-storage] ConfigMap should be consumable from pods in volume [Conformance] [NodeConformance]",
     "[sig-storage] Secrets should be consumable from pods in volume [Conformance] [NodeConformance]",
     "[sig-auth] ServiceAccounts should mount projected service account token [Conformance]",
