@@ -122,8 +122,8 @@ pub fn pod_waiting(pod: Option<&Pod>, statefulset: Option<&StatefulSet>) -> Opti
         .iter()
         .flatten()
         .any(|c| c.type_ == "Ready" && c.status == "True");
-    // The operator sees the StatefulSet through its watch: a pod ready for a while beside it
-    // says that watch is behind.
+    // The StatefulSet's status counts a ready pod a moment later; and the operator reads that
+    // status from its watch: when this stays, the watch is behind.
     ready.then(|| format!("pod {name} is ready; the StatefulSet's status does not say so yet"))
 }
 
