@@ -177,8 +177,8 @@ rootfs_network_tools() {
 }
 # The suite's busybox: the harness's, with bash as /bin/sh. The ash of Debian's busybox (1.35)
 # drops environment variables whose names are no shell identifiers (`data-1`) before it runs
-# `env`, which the suite's busybox (1.36 and later) keeps, as bash does: the ConfigMap and Secret
-# environment specs read them through `sh -c env`.
+# `env`, which the suite's busybox (1.36 and later) keeps, as bash does: the ConfigMap environment
+# specs read them through `sh -c env`.
 rootfs_conformance-busybox() {
   rootfs_busybox "$1"
   rm -f "$1/bin/sh"
