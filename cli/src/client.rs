@@ -186,8 +186,7 @@ impl Session {
             .send(Method::GET, &path, None, Ask::Tenant(name))
             .await?;
         Ok(response.bytes_stream().eventsource().map(|event| {
-            let event =
-                event.map_err(|e| CliError::Other(format!("the live stream broke: {e}")))?;
+            let event = event.map_err(|e| CliError::StreamBroken(e.to_string()))?;
             let tenant = serde_json::from_str(&event.data).map_err(|e| {
                 CliError::Other(format!("the server sent an unreadable tenant: {e}"))
             })?;

@@ -75,6 +75,10 @@ pub enum CliError {
     Forbidden(String),
     #[error("{0}")]
     Other(String),
+    /// The live stream ended in the middle of an event (a server replica went away, a proxy
+    /// closed the connection): the waits open it again.
+    #[error("the live stream broke: {0}")]
+    StreamBroken(String),
     #[error(transparent)]
     Server(#[from] ServerError),
     /// A URL a token would travel to that is refused (plain http, not a URL).
@@ -145,7 +149,10 @@ impl CliError {
             // No server recorded: not logged in to any.
             CliError::Server(ServerError::NotRecorded { .. }) => exit::NOT_LOGGED_IN,
             CliError::Server(ServerError::Url(_)) | CliError::Url(_) => exit::ERROR,
-            CliError::Write(_) | CliError::Conflict(_) | CliError::Other(_) => exit::ERROR,
+            CliError::Write(_)
+            | CliError::Conflict(_)
+            | CliError::Other(_)
+            | CliError::StreamBroken(_) => exit::ERROR,
         }
     }
 

@@ -363,7 +363,11 @@ async fn wait_ready(session: &mut Session, name: &str, timeout: Duration) -> Res
         loop {
             let mut stream = std::pin::pin!(session.watch(name).await?);
             while let Some(change) = stream.next().await {
-                let change = change?;
+                let change = match change {
+                    // Opened again below, as after an end.
+                    Err(CliError::StreamBroken(_)) => break,
+                    change => change?,
+                };
                 if change.kind == "deleted" {
                     return Err(CliError::NotFound(name.to_owned()));
                 }
@@ -379,7 +383,8 @@ async fn wait_ready(session: &mut Session, name: &str, timeout: Duration) -> Res
                     )));
                 }
             }
-            // The stream ended (server restart, or we fell behind): watch again.
+            // The stream ended or broke (a server replica went away, or we fell behind): watch
+            // again.
         }
     })
     .await;
@@ -404,14 +409,18 @@ async fn wait_gone(
         let mut stream: std::pin::Pin<Box<dyn futures::Stream<Item = _>>> = Box::pin(first);
         loop {
             while let Some(change) = stream.next().await {
-                let change = change?;
+                let change = match change {
+                    Err(CliError::StreamBroken(_)) => break,
+                    change => change?,
+                };
                 if change.kind == "deleted" {
                     return Ok(());
                 }
                 progress.show(describe(&change.tenant));
             }
-            // The stream ended (it lives no longer than the login it was opened with, or the
-            // server restarted): watch again; a tenant the server no longer has is gone.
+            // The stream ended or broke (it lives no longer than the login it was opened with,
+            // or a server replica went away): watch again; a tenant the server no longer has is
+            // gone.
             match session.watch(name).await {
                 Ok(next) => stream = Box::pin(next),
                 Err(CliError::NotFound(_)) => return Ok(()),
