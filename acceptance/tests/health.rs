@@ -113,15 +113,8 @@ fn normalize(tenant: &Tenant) -> Value {
             if c.get("lastTransitionTime").is_some() {
                 c["lastTransitionTime"] = json!("2026-01-01T00:00:00Z");
             }
-        }
-    }
-    // What the control plane's pod waits for alternates as the kubelet retries (ErrImagePull,
-    // then ImagePullBackOff): the fixtures keep what comes before it.
-    if let Some(conditions) = v
-        .pointer_mut("/status/conditions")
-        .and_then(Value::as_array_mut)
-    {
-        for c in conditions {
+            // What the control plane's pod waits for alternates as the kubelet retries
+            // (ErrImagePull, then ImagePullBackOff): the fixtures keep what comes before it.
             if let Some(m) = c["message"].as_str()
                 && let Some(at) = m.find(WAITING_FOR)
             {

@@ -29,12 +29,16 @@ pub fn running(statefulset: Option<&StatefulSet>) -> bool {
 /// What the control plane's pod waits for, when the StatefulSet does not run: not scheduled
 /// (and the scheduler's reason: CPU, memory, a volume not provisioned), a container waiting
 /// (an image not pulled, a crash loop) or not passing its probes. None when there is no more to
-/// say. Only the pod the StatefulSet controls is read: the tenant may create pods of its own in
-/// its namespace, and what they say is not the platform's.
+/// say. The admission guard already keeps the tenant from making a pod of that name
+/// (`build::control_plane_guard`); a pod the StatefulSet does not control is not read either,
+/// should one exist, since what it says would not be the platform's.
 pub fn pod_waiting(pod: Option<&Pod>, statefulset: Option<&StatefulSet>) -> Option<String> {
     let statefulset_uid = statefulset?.meta().uid.as_deref()?;
     let Some(pod) = pod else {
-        return Some(format!("pod {} does not exist yet", names::POD));
+        return Some(format!(
+            "pod {} does not exist yet",
+            names::CONTROL_PLANE_POD
+        ));
     };
     let controlled = pod
         .meta()
@@ -45,7 +49,7 @@ pub fn pod_waiting(pod: Option<&Pod>, statefulset: Option<&StatefulSet>) -> Opti
     if !controlled {
         return None;
     }
-    let name = names::POD;
+    let name = names::CONTROL_PLANE_POD;
     if pod.meta().deletion_timestamp.is_some() {
         return Some(format!("pod {name} is terminating"));
     }
@@ -380,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_pod_the_statefulset_does_not_control_says_nothing() {
-        // The tenant may create a pod of that name in its namespace: its status is the tenant's.
+        // A pod of that name the StatefulSet does not control: its status is not the platform's.
         let (sts, impostor) = pod(
             "someone-else",
             serde_json::json!({"phase": "Pending", "conditions": [{

@@ -10,8 +10,6 @@ pub const RELEASE: &str = super::CONTROL_PLANE_RELEASE;
 /// status lost track of it.
 pub const RENDERED_LABEL: &str = "kubespaces.io/rendered";
 pub const RENDERED_CHART: &str = "control-plane-chart";
-/// The control plane's one pod, the first (and only) replica of the StatefulSet [`RELEASE`].
-pub const POD: &str = "vcluster-0";
 /// The Secret vCluster writes with its admin kubeconfig.
 pub const ADMIN_SECRET: &str = "vc-vcluster";
 /// The key of the kubeconfig in [`ADMIN_SECRET`].

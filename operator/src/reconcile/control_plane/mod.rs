@@ -236,7 +236,7 @@ impl ControlPlane {
         let pod = match running {
             false => {
                 Api::<Pod>::namespaced(client.clone(), &ns)
-                    .get_opt(names::POD)
+                    .get_opt(names::CONTROL_PLANE_POD)
                     .await?
             }
             true => None,
