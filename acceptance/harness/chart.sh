@@ -102,12 +102,17 @@ check() {
   missing=$(for f in "$REPO_ROOT"/operator/manifests/*.yaml; do kinds_names <"$f"; done | sort -u \
             | comm -23 - <(echo "$rendered"))
   [ -z "$missing" ] || die "the chart renders none of: $(echo "$missing" | tr '\n' ';') (link the manifest from charts/kubespaces/files/ and include it)"
-  # Every operator setting (a clap argument with an environment variable) is set by the chart.
+  # Every operator setting (a clap argument with an environment variable) is set by the chart;
+  # the waker's (operator/src/waker) by its Deployment.
   local settings unset
   settings=$(helm_ template "$RELEASE" "$CHART" --set-string operator.selector=x --show-only templates/deployment.yaml "${oidc[@]}")
-  unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' "$REPO_ROOT/operator/src" | cut -d'"' -f2 | sort -u \
+  unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' --exclude-dir=waker "$REPO_ROOT/operator/src" | cut -d'"' -f2 | sort -u \
           | while read -r var; do grep -q -- "- name: $var\$" <<<"$settings" || echo "$var"; done)
   [ -z "$unset" ] || die "operator settings the chart does not set: $(echo "$unset" | tr '\n' ' ')(add a value, its schema and the env entry in templates/deployment.yaml)"
+  settings=$(helm_ template "$RELEASE" "$CHART" --show-only templates/waker.yaml "${oidc[@]}")
+  unset=$(grep -rhoE 'env = "KUBESPACES_[A-Z_]+"' "$REPO_ROOT/operator/src/waker" | cut -d'"' -f2 | sort -u \
+          | while read -r var; do grep -q -- "- name: $var\$" <<<"$settings" || echo "$var"; done)
+  [ -z "$unset" ] || die "waker settings the chart does not set: $(echo "$unset" | tr '\n' ' ')(add a value, its schema and the env entry in templates/waker.yaml)"
   # Every server setting likewise, by the server's Deployment (those set only when given, given).
   settings=$(helm_ template "$RELEASE" "$CHART" --show-only templates/server-deployment.yaml "${oidc[@]}" \
              --set-string server.oidc.adminGroup=admins --set-string server.oidc.caBundle="-----BEGIN CERTIFICATE-----" \

@@ -265,6 +265,10 @@ fn the_lifecycle_page_names_every_reason_and_only_real_ones() {
         "PodScheduled",
         "ContainerCreating",
         "PodInitializing",
+        // With the waker: the route's grant in its namespace, and the control plane's policy
+        // type that admits its pods (control_plane::route, control_plane::network).
+        "ReferenceGrant",
+        "Ingress",
     ];
     let mut written = Vec::new();
     for (path, text) in &sources {

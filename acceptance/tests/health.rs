@@ -3,7 +3,7 @@
 //! `tenants_in_every_phase_match_the_fixtures` creates Tenants on the real cluster, with an
 //! operator that runs their control planes as the chart's does, captures each at the moment it is
 //! in the phase (new, provisioning: the control plane starting, ready, updated, failed, paused,
-//! deleting), strips what changes from run to run (uid, resourceVersion, timestamps,
+//! asleep, waking, deleting), strips what changes from run to run (uid, resourceVersion, timestamps,
 //! managedFields, the quota's usage, the test cluster's domain) and compares them with `examples/health/testdata/<phase>.json` and the Argo CD test inputs
 //! `examples/argocd/kubespaces.io/Tenant/testdata/<phase>.yaml` (`KUBESPACES_UPDATE_MANIFESTS=1`
 //! rewrites them). `flux_argo_and_kstatus_verdicts_per_phase` runs those fixtures through the
@@ -13,7 +13,10 @@
 
 use std::{collections::BTreeMap, path::PathBuf, process::Command, time::Duration};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::{
+    api::core::v1::{ConfigMap, Namespace},
+    jiff::Timestamp,
+};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
@@ -31,6 +34,7 @@ use kubespaces_operator::{
         API_ROUTE_ACCEPTED, APPS_READINESS, CONTROL_PLANE_READY, DELETION_BLOCKED, HOST_READINESS,
         SYNCED,
     },
+    names::{SLEEP_REQUESTED_ANNOTATION, WAKE_REQUESTED_ANNOTATION},
 };
 use serde_json::{Value, json};
 
@@ -55,13 +59,15 @@ const TENANTS: [&str; 4] = [
 ];
 
 /// The phases captured, in the order of the verdict table.
-const PHASES: [&str; 7] = [
+const PHASES: [&str; 9] = [
     "new",
     "provisioning",
     "ready",
     "updated",
     "failed",
     "paused",
+    "asleep",
+    "waking",
     "deleting",
 ];
 
@@ -96,6 +102,14 @@ fn normalize(tenant: &Tenant) -> Value {
     }
     if meta.contains_key("deletionTimestamp") {
         meta.insert("deletionTimestamp".into(), json!("2026-01-01T00:00:00Z"));
+    }
+    // Sleep and wake requests hold the time they were made.
+    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        for request in [SLEEP_REQUESTED_ANNOTATION, WAKE_REQUESTED_ANNOTATION] {
+            if annotations.contains_key(request) {
+                annotations.insert(request.into(), json!("2026-01-01T00:00:00Z"));
+            }
+        }
     }
     // What the quota controller counted depends on when it last looked (the namespace's
     // kube-root-ca.crt ConfigMap, for one): no health check reads it.
@@ -344,6 +358,17 @@ async fn tenants_in_every_phase_match_the_fixtures() {
     merge(&tenants, name, pause(None)).await;
     wait_ready(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
 
+    // asleep, then waking: a sleep request, then a wake request (this operator runs without the
+    // waker: requests alone put it to sleep and wake it).
+    let request = |annotation: &str| json!({"metadata": {"annotations": {annotation: Timestamp::now().to_string()}}});
+    merge(&tenants, name, request(SLEEP_REQUESTED_ANNOTATION)).await;
+    let t = get_when(&tenants, name, "Asleep", |t| t.phase() == Some("Asleep")).await;
+    record("asleep", &t);
+    merge(&tenants, name, request(WAKE_REQUESTED_ANNOTATION)).await;
+    let t = get_when(&tenants, name, "Waking", |t| t.phase() == Some("Waking")).await;
+    record("waking", &t);
+    wait_ready(&tenants, name, CONTROL_PLANE_TIMEOUT).await;
+
     // deleting: a ConfigMap with a finalizer nobody removes holds the namespace once the
     // control plane is gone.
     let held = "kubespaces-tenant-health-ready";
@@ -449,7 +474,7 @@ fn the_argocd_cm_snippet_holds_the_tested_script() {
 
 #[test]
 fn flux_argo_and_kstatus_verdicts_per_phase() {
-    let expected: [(&str, &str, &str, &str); 7] = [
+    let expected: [(&str, &str, &str, &str); 9] = [
         // phase          Flux (healthCheckExprs)  Argo CD (health.lua)  kstatus
         ("new", "Unknown", "Progressing", "Current"),
         ("provisioning", "InProgress", "Progressing", "InProgress"),
@@ -457,6 +482,8 @@ fn flux_argo_and_kstatus_verdicts_per_phase() {
         ("updated", "InProgress", "Progressing", "InProgress"),
         ("failed", "Failed", "Degraded", "Failed"),
         ("paused", "InProgress", "Suspended", "InProgress"),
+        ("asleep", "Current", "Healthy", "Current"),
+        ("waking", "InProgress", "Progressing", "InProgress"),
         ("deleting", "InProgress", "Progressing", "Terminating"),
     ];
     let got = verdicts();

@@ -13,7 +13,7 @@
 use std::{collections::BTreeMap, path::PathBuf, process::Stdio, time::Duration};
 
 use chromiumoxide::Page;
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::{api::events::v1::Event, jiff::Timestamp};
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, ListParams},
@@ -28,7 +28,11 @@ use kubespaces_acceptance::{
     tenant_cluster::{assert_reaches_tenant, private_kubeconfig},
     wait_for, wait_gone,
 };
-use kubespaces_operator::{api::Tenant, quantity};
+use kubespaces_operator::{
+    api::Tenant,
+    names::{SLEEP_REQUESTED_ANNOTATION, WAKE_REQUESTED_ANNOTATION},
+    quantity,
+};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -201,6 +205,105 @@ fn cli_binary() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// After a form's post: the page it answered with (a new document, without the recorder's mark),
+/// recording in its turn.
+async fn answered_and_recording(page: &Page, what: &str) {
+    wait_for(what, Duration::from_secs(20), || async {
+        let new = eval_string_opt(
+            page,
+            "String(!window.__kept&&document.getElementById('phase')!==null)",
+        )
+        .await?;
+        (new == "true" && eval_string_opt(page, RECORDER).await? == "recording").then_some(())
+    })
+    .await;
+}
+
+/// The time in `annotation` of the tenant as kube reads it, once it is `since` or later.
+async fn requested_since(tenants: &Api<Tenant>, annotation: &str, since: Timestamp) -> Timestamp {
+    wait_for(
+        &format!("{annotation} on {NAME}"),
+        Duration::from_secs(10),
+        || async {
+            let t = tenants.get(NAME).await.ok()?;
+            let at: Timestamp = t.annotations().get(annotation)?.parse().ok()?;
+            (at >= since).then_some(at)
+        },
+    )
+    .await
+}
+
+/// Sleep, then wake, from the Ready tenant's page: each button (the one the page offers) posts
+/// its form, the request's annotation is on the Tenant (read with kube), and the page it
+/// answers with follows the tenant live: its badge Asleep with *Wake* offered, then Waking, then
+/// Ready with *Sleep* offered again.
+async fn sleep_and_wake_in_the_page(page: &Page, tenants: &Api<Tenant>, axe: &str) {
+    let offered = |form: &'static str| async move {
+        attribute(page, &format!("#{form}-form"), "hidden").await == "null"
+    };
+    assert!(offered("sleep").await, "a Ready tenant is offered Sleep");
+    assert!(!offered("wake").await, "and not Wake");
+
+    let before = Timestamp::now();
+    submit_and_wait(page, "#sleep-form button[type=submit]").await;
+    requested_since(tenants, SLEEP_REQUESTED_ANNOTATION, before).await;
+    answered_and_recording(page, "the tenant's page after Sleep").await;
+    wait_for(
+        "the page to show the tenant Asleep, with Wake offered",
+        Duration::from_secs(300),
+        || async {
+            (text_of(page, "#phase").await? == "Asleep" && offered("wake").await).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        attribute(page, "#phase", "class").await,
+        "badge phase-Asleep"
+    );
+    assert!(!offered("sleep").await);
+    // Beside it, the operator's word: the Asleep condition's message, as kube reads it.
+    wait_for(
+        "the page to say why the tenant sleeps",
+        Duration::from_secs(30),
+        || async {
+            let t = tenants.get(NAME).await.ok()?;
+            let message = t.condition("Asleep")?.message.clone();
+            let said = text_of(page, "#sleep-message").await?;
+            let shown = attribute(page, "#sleep-message", "hidden").await == "null";
+            (t.phase() == Some("Asleep") && !message.is_empty() && said == message && shown)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_accessible(page, axe, "a sleeping tenant's page").await;
+    shots(page, "05b-tenant-asleep").await;
+
+    let before = Timestamp::now();
+    submit_and_wait(page, "#wake-form button[type=submit]").await;
+    requested_since(tenants, WAKE_REQUESTED_ANNOTATION, before).await;
+    answered_and_recording(page, "the tenant's page after Wake").await;
+    wait_for(
+        "the page to show the tenant Ready again, with Sleep offered",
+        Duration::from_secs(300),
+        || async {
+            (text_of(page, "#phase").await? == "Ready" && offered("sleep").await).then_some(())
+        },
+    )
+    .await;
+    let phases: Vec<String> =
+        serde_json::from_value(eval_json(page, "JSON.stringify(window.__phases)").await).unwrap();
+    assert!(
+        phases.iter().any(|p| p == "Waking"),
+        "Waking shown on the way, without a reload: {phases:?}"
+    );
+    assert_eq!(
+        eval_string(page, "String(window.__kept)").await,
+        "true",
+        "no reload"
+    );
+    assert!(tenants.get(NAME).await.unwrap().is_ready());
 }
 
 #[tokio::test]
@@ -437,6 +540,9 @@ async fn a_team_sees_its_tenant_come_alive_uses_it_and_deletes_it_in_chromium() 
     assert_eq!(text_of(&page, "#api").await.unwrap(), api);
     assert_accessible(&page, &axe, "a tenant's page, Ready").await;
     shots(&page, "05-tenant-ready").await;
+    // Before anything of the test's connects to the tenant's API (a later connection would undo
+    // the sleep request): sleep and wake from the page; everything below runs on the woken tenant.
+    sleep_and_wake_in_the_page(&page, &tenants, &axe).await;
 
     // The list in the other tab followed: the row came and turned Ready without a reload, with
     // the CPU used of the quota.

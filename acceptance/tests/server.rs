@@ -11,12 +11,20 @@ use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use k8s_openapi::jiff::Timestamp;
+use kube::{
+    Api, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams},
+};
 use kubespaces_acceptance::{
     Env,
     oidc::{Dex, Server, TestIssuer, TestKey, log_in_on_dex, server_account_client},
     tenant_cluster::{assert_reaches_tenant, platform_var, private_kubeconfig},
     wait_for, wait_gone, wait_ready,
+};
+use kubespaces_operator::{
+    api::Tenant,
+    names::{SLEEP_REQUESTED_ANNOTATION, WAKE_REQUESTED_ANNOTATION},
 };
 use serde_json::{Value, json};
 
@@ -533,6 +541,9 @@ async fn users_see_and_touch_only_their_own_tenants_and_admins_see_all() {
         },
     )
     .await;
+    // Before anything of the test's connects to the tenant's API (a later connection would undo
+    // the sleep request): sleep and wake, after which the kubeconfig below must still work.
+    sleep_and_wake_through_the_api(&server, &tenants, "srv-alice", &alice, &bob, &admin).await;
     let (code, body) = api(
         &server,
         Method::GET,
@@ -587,6 +598,73 @@ async fn users_see_and_touch_only_their_own_tenants_and_admins_see_all() {
     );
     for n in ["srv-alice", "srv-alice-2", "srv-bob"] {
         wait_gone(&tenants, n, Duration::from_secs(600)).await;
+    }
+}
+
+/// Sleep and wake through the REST API on the Ready tenant `name` of `owner`: someone who may not
+/// see it (`other`) gets the 404 of a missing tenant and writes nothing; its owner's sleep and an
+/// admin's wake each answer 202 with what the tenant does, write their annotation on the Tenant
+/// (read with kube), and the API then reports the phase asked for (Asleep, then Ready again).
+async fn sleep_and_wake_through_the_api(
+    server: &Server,
+    tenants: &Api<Tenant>,
+    name: &str,
+    owner: &str,
+    other: &str,
+    admin: &str,
+) {
+    use reqwest::Method;
+    let path = |request: &str| format!("/api/v1/tenants/{name}/{request}");
+    for request in ["sleep", "wake"] {
+        let (code, body) = api(server, Method::POST, &path(request), other, None).await;
+        assert_eq!(code, 404, "{request} by another user: {body}");
+        assert_eq!(body["error"], json!(format!("tenant \"{name}\" not found")));
+    }
+    let untouched = tenants.get(name).await.unwrap();
+    for annotation in [SLEEP_REQUESTED_ANNOTATION, WAKE_REQUESTED_ANNOTATION] {
+        assert!(
+            !untouched.annotations().contains_key(annotation),
+            "another user's request wrote {annotation}"
+        );
+    }
+    for (request, caller, doing, annotation, phase) in [
+        (
+            "sleep",
+            owner,
+            "sleeping",
+            SLEEP_REQUESTED_ANNOTATION,
+            "Asleep",
+        ),
+        ("wake", admin, "waking", WAKE_REQUESTED_ANNOTATION, "Ready"),
+    ] {
+        let before = Timestamp::now();
+        let (code, body) = api(server, Method::POST, &path(request), caller, None).await;
+        assert_eq!((code, &body), (202, &json!({ doing: name })), "{request}");
+        let written = tenants.get(name).await.unwrap();
+        let at = written
+            .annotations()
+            .get(annotation)
+            .map(|a| a.parse::<Timestamp>());
+        assert!(
+            matches!(at, Some(Ok(at)) if at >= before),
+            "{annotation} is the time of the request: {at:?}"
+        );
+        wait_for(
+            &format!("the API to report {name} {phase}"),
+            Duration::from_secs(300),
+            || async {
+                let (_, body) = api(
+                    server,
+                    Method::GET,
+                    &format!("/api/v1/tenants/{name}"),
+                    owner,
+                    None,
+                )
+                .await;
+                (body["status"]["phase"] == phase).then_some(())
+            },
+        )
+        .await;
     }
 }
 
@@ -689,6 +767,8 @@ async fn bob_cannot_tell_whether_alices_tenant_name_exists() {
             (Method::GET, format!("/api/v1/tenants/{n}"), None),
             (Method::DELETE, format!("/api/v1/tenants/{n}"), None),
             (Method::GET, format!("/api/v1/tenants/{n}/kubeconfig"), None),
+            (Method::POST, format!("/api/v1/tenants/{n}/sleep"), None),
+            (Method::POST, format!("/api/v1/tenants/{n}/wake"), None),
             // Creates that fail whatever the name: the CRD's validation, an owner that is not
             // bob's to give, a field the API does not have.
             (

@@ -165,6 +165,23 @@ impl Session {
         Ok(())
     }
 
+    /// Asks the tenant's control plane to sleep (the server writes the request; the operator
+    /// carries it out).
+    pub async fn sleep(&mut self, name: &str) -> Result<()> {
+        let path = format!("{}/sleep", tenant_path(name));
+        self.send(Method::POST, &path, None, Ask::Tenant(name))
+            .await?;
+        Ok(())
+    }
+
+    /// Asks the tenant's control plane to wake.
+    pub async fn wake(&mut self, name: &str) -> Result<()> {
+        let path = format!("{}/wake", tenant_path(name));
+        self.send(Method::POST, &path, None, Ask::Tenant(name))
+            .await?;
+        Ok(())
+    }
+
     pub async fn kubeconfig(&mut self, name: &str) -> Result<String> {
         let path = format!("{}/kubeconfig", tenant_path(name));
         let response = self

@@ -1,5 +1,6 @@
 //! `kubespaces`, the command-line door into KubeSpaces: log in with OIDC (device authorization
-//! grant), then create, inspect, wait for and delete tenants and fetch their kubeconfig.
+//! grant), then create, inspect, wait for, put to sleep, wake and delete tenants and fetch their
+//! kubeconfig.
 //!
 //! - [`credentials`]: the token file (0600, under the user's config directory), and the one
 //!   server its tokens may go to.
@@ -9,6 +10,8 @@
 //! - [`login`]: the device flow and refreshing tokens.
 //! - [`client`]: the server's REST API and live stream.
 //! - [`kubeconfig`]: merging a tenant kubeconfig into the user's, leaving every other entry alone.
+//! - [`wait`]: `--wait`, following the live stream until the tenant is Ready, Asleep, awake or
+//!   gone.
 //! - [`output`]: table, YAML and JSON.
 //! - [`error`]: one-line errors and the exit codes.
 
@@ -21,3 +24,4 @@ pub mod origin;
 pub mod output;
 pub mod private_file;
 pub mod trust;
+pub mod wait;

@@ -1,12 +1,9 @@
 //! kubespaces: see the library documentation. Errors are one line on stderr; exit codes are
 //! listed in `kubespaces --help`.
 
-use std::{io::IsTerminal, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use clap::{CommandFactory, Parser, Subcommand};
-use futures::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
-use kubespaces_api::api::Tenant;
 use kubespaces_cli::{
     client::{CreateTenant, Session},
     credentials,
@@ -16,6 +13,7 @@ use kubespaces_cli::{
     output::{self, Format},
     private_file,
     trust::CertificateAuthority,
+    wait::{self, Goal},
 };
 
 #[derive(Parser)]
@@ -46,7 +44,7 @@ enum Command {
     },
     /// Forget the stored tokens.
     Logout,
-    /// Create, inspect and delete tenants.
+    /// Create, inspect, put to sleep, wake and delete tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -55,7 +53,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct WaitArgs {
-    /// Wait until the tenant is Ready (create, get) or gone (delete), showing its progress.
+    /// Wait until the tenant is Ready (create, get, wake), Asleep (sleep) or gone (delete),
+    /// showing its progress.
     #[arg(long)]
     wait: bool,
     /// How long --wait waits, e.g. 90s, 10m.
@@ -92,6 +91,21 @@ enum TenantCommand {
     /// List your tenants (all tenants for admins).
     #[command(alias = "ls")]
     List,
+    /// Put a tenant's control plane to sleep; its workloads keep running.
+    ///
+    /// The control plane runs no pod until the first connection to the tenant's API, or `tenant
+    /// wake`, wakes it.
+    Sleep {
+        name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Wake a sleeping tenant's control plane.
+    Wake {
+        name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Delete a tenant and everything in it.
     Delete {
         name: String,
@@ -234,7 +248,7 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
                 })
                 .await?;
             let shown = if wait.wait {
-                wait_ready(session, &name, wait.timeout).await?
+                wait::until(session, &name, Goal::Ready, wait.timeout).await?
             } else {
                 eprintln!("tenant {name} created");
                 created
@@ -245,7 +259,7 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
         TenantCommand::Get { name, wait } => {
             let tenant = session.get(&name).await?;
             let tenant = if wait.wait && !tenant.is_ready() {
-                wait_ready(session, &name, wait.timeout).await?
+                wait::until(session, &name, Goal::Ready, wait.timeout).await?
             } else {
                 tenant
             };
@@ -257,12 +271,32 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
             print!("{}", output::print(&tenants, format, false));
             Ok(())
         }
+        TenantCommand::Sleep { name, wait } => {
+            session.sleep(&name).await?;
+            if wait.wait {
+                let asleep = wait::until(session, &name, Goal::Asleep, wait.timeout).await?;
+                print!("{}", output::print(&[asleep], format, true));
+            } else {
+                eprintln!("tenant {name} is falling asleep");
+            }
+            Ok(())
+        }
+        TenantCommand::Wake { name, wait } => {
+            session.wake(&name).await?;
+            if wait.wait {
+                let awake = wait::until(session, &name, Goal::Awake, wait.timeout).await?;
+                print!("{}", output::print(&[awake], format, true));
+            } else {
+                eprintln!("tenant {name} is waking");
+            }
+            Ok(())
+        }
         TenantCommand::Delete { name, wait } => {
             if wait.wait {
                 // Watch first, so the deletion cannot slip by unseen.
                 let stream = session.watch(&name).await?;
                 session.delete(&name).await?;
-                wait_gone(session, stream, &name, wait.timeout).await?;
+                wait::gone(session, stream, &name, wait.timeout).await?;
                 eprintln!("tenant {name} deleted");
             } else {
                 session.delete(&name).await?;
@@ -306,134 +340,4 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
             Ok(())
         }
     }
-}
-
-/// Progress on stderr: a spinner on a terminal, one line per change otherwise.
-struct Progress {
-    bar: Option<ProgressBar>,
-    last: String,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar
-        });
-        Progress {
-            bar,
-            last: String::new(),
-        }
-    }
-
-    fn show(&mut self, message: String) {
-        if message == self.last {
-            return;
-        }
-        match &self.bar {
-            Some(bar) => bar.set_message(message.clone()),
-            None => eprintln!("{message}"),
-        }
-        self.last = message;
-    }
-
-    fn done(self) {
-        if let Some(bar) = self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-fn describe(t: &Tenant) -> String {
-    let name = t.metadata.name.as_deref().unwrap_or("");
-    match output::pending(t) {
-        Some(pending) => format!("{name}: {} (waiting for {pending})", output::phase(t)),
-        None => format!("{name}: {}", output::phase(t)),
-    }
-}
-
-async fn wait_ready(session: &mut Session, name: &str, timeout: Duration) -> Result<Tenant> {
-    let mut progress = Progress::new();
-    let result = tokio::time::timeout(timeout, async {
-        loop {
-            let mut stream = std::pin::pin!(session.watch(name).await?);
-            while let Some(change) = stream.next().await {
-                let change = match change {
-                    // Opened again below, as after an end.
-                    Err(CliError::StreamBroken(_)) => break,
-                    change => change?,
-                };
-                if change.kind == "deleted" {
-                    return Err(CliError::NotFound(name.to_owned()));
-                }
-                let t = change.tenant;
-                progress.show(describe(&t));
-                if t.is_ready() {
-                    return Ok(t);
-                }
-                if t.phase() == Some("Failed") {
-                    return Err(CliError::Timeout(format!(
-                        "tenant {name} failed: {}",
-                        output::pending(&t).unwrap_or_default()
-                    )));
-                }
-            }
-            // The stream ended or broke (a server replica went away, or we fell behind): watch
-            // again.
-        }
-    })
-    .await;
-    let last = progress.last.clone();
-    progress.done();
-    result.unwrap_or_else(|_| {
-        Err(CliError::Timeout(format!(
-            "tenant {name} was not Ready within {}s (last seen: {last})",
-            timeout.as_secs()
-        )))
-    })
-}
-
-async fn wait_gone(
-    session: &mut Session,
-    first: impl futures::Stream<Item = Result<kubespaces_cli::client::Change>> + 'static,
-    name: &str,
-    timeout: Duration,
-) -> Result<()> {
-    let mut progress = Progress::new();
-    let result = tokio::time::timeout(timeout, async {
-        let mut stream: std::pin::Pin<Box<dyn futures::Stream<Item = _>>> = Box::pin(first);
-        loop {
-            while let Some(change) = stream.next().await {
-                let change = match change {
-                    Err(CliError::StreamBroken(_)) => break,
-                    change => change?,
-                };
-                if change.kind == "deleted" {
-                    return Ok(());
-                }
-                progress.show(describe(&change.tenant));
-            }
-            // The stream ended or broke (it lives no longer than the login it was opened with,
-            // or a server replica went away): watch again; a tenant the server no longer has is
-            // gone.
-            match session.watch(name).await {
-                Ok(next) => stream = Box::pin(next),
-                Err(CliError::NotFound(_)) => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    })
-    .await;
-    progress.done();
-    result.unwrap_or_else(|_| {
-        Err(CliError::Timeout(format!(
-            "tenant {name} was not gone within {}s",
-            timeout.as_secs()
-        )))
-    })
 }

@@ -97,4 +97,29 @@ mod tests {
             "NAME         PHASE   API\nteam-atlas   Ready   https://team-atlas.api.example.com:443\n"
         );
     }
+
+    #[test]
+    fn asleep_and_waking_are_phases_like_the_others() {
+        let tenant = |name: &str, phase: &str| {
+            let mut t = Tenant::new(name, TenantSpec::new("a@example.com", "1", "1Gi", None));
+            t.status = Some(TenantStatus {
+                phase: Some(phase.into()),
+                endpoints: Some(TenantEndpoints {
+                    api: Some(format!("https://{name}.api.example.com:443")),
+                    apps: None,
+                }),
+                ..Default::default()
+            });
+            t
+        };
+        assert_eq!(
+            table(&[
+                tenant("team-atlas", "Asleep"),
+                tenant("team-vega", "Waking")
+            ]),
+            "NAME         PHASE    API\n\
+             team-atlas   Asleep   https://team-atlas.api.example.com:443\n\
+             team-vega    Waking   https://team-vega.api.example.com:443\n"
+        );
+    }
 }

@@ -16,9 +16,12 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use k8s_openapi::{
+    api::core::v1::{Pod, ResourceQuota},
+    jiff::Timestamp,
+};
 use kube::{
-    Api,
+    Api, ResourceExt,
     api::{DeleteParams, ListParams},
 };
 use kubespaces_acceptance::{
@@ -29,7 +32,7 @@ use kubespaces_acceptance::{
     tenant_cluster::platform_var,
     wait_for, wait_gone,
 };
-use kubespaces_api::names;
+use kubespaces_api::{api::Tenant, names};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -601,6 +604,7 @@ async fn the_spec_walk_through() {
     assert_eq!(json["spec"]["owner"], "alice@example.com");
     let yaml = alice.ok(&["tenant", "list", "-o", "yaml"]).await;
     assert!(yaml.contains("name: team-atlas"), "{yaml}");
+    sleep_and_wake(&alice, &tenants, "team-atlas", &api).await;
 
     alice
         .ok(&[
@@ -618,6 +622,70 @@ async fn the_spec_walk_through() {
     );
     let left = leftovers(&env, "team-atlas", &names::namespace("team-atlas"));
     assert!(left.is_empty(), "left of team-atlas: {left:?}");
+}
+
+/// The time in `annotation` of tenant `name` as kube reads it, once it is `since` or later.
+async fn requested_since(
+    tenants: &Api<Tenant>,
+    name: &str,
+    annotation: &str,
+    since: Timestamp,
+) -> Timestamp {
+    wait_for(
+        &format!("{annotation} on {name}"),
+        Duration::from_secs(10),
+        || async {
+            let t = tenants.get(name).await.ok()?;
+            let at: Timestamp = t.annotations().get(annotation)?.parse().ok()?;
+            (at >= since).then_some(at)
+        },
+    )
+    .await
+}
+
+/// `tenant sleep --wait`, then `tenant wake` and `wake --wait`, on a Ready tenant whose API is
+/// `api`: each request is its annotation on the Tenant, and each wait returns with the phase it
+/// waited for in the row it prints.
+async fn sleep_and_wake(user: &User, tenants: &Api<Tenant>, name: &str, api: &str) {
+    let before = Timestamp::now();
+    let (table, progress) = user
+        .ok_with_stderr(&["tenant", "sleep", name, "--wait", "--timeout", "5m"])
+        .await;
+    requested_since(tenants, name, names::SLEEP_REQUESTED_ANNOTATION, before).await;
+    assert_eq!(
+        progress.lines().last(),
+        Some(format!("{name}: Asleep").as_str()),
+        "{progress}"
+    );
+    let row = |phase: &str| format!("{name}   {phase}   {api}");
+    assert_eq!(
+        table.lines().nth(1),
+        Some(row("Asleep").as_str()),
+        "{table}"
+    );
+    let asleep = tenants.get(name).await.unwrap();
+    assert_eq!(asleep.phase(), Some("Asleep"), "as kube reads it");
+    // The list's columns are as wide as its longest name: compared by word.
+    let list = user.ok(&["tenant", "list"]).await;
+    assert!(
+        list.lines()
+            .any(|l| l.split_whitespace().eq([name, "Asleep", api])),
+        "{list}"
+    );
+
+    let before = Timestamp::now();
+    let (_, said) = user.ok_with_stderr(&["tenant", "wake", name]).await;
+    assert_eq!(said, format!("tenant {name} is waking\n"));
+    requested_since(tenants, name, names::WAKE_REQUESTED_ANNOTATION, before).await;
+    let (table, _) = user
+        .ok_with_stderr(&["tenant", "wake", name, "--wait", "--timeout", "5m"])
+        .await;
+    assert_eq!(table.lines().nth(1), Some(row("Ready").as_str()), "{table}");
+    let awake = tenants.get(name).await.unwrap();
+    assert!(
+        awake.is_ready() && awake.phase() == Some("Ready"),
+        "as kube reads it"
+    );
 }
 
 #[tokio::test]
@@ -749,6 +817,22 @@ async fn errors_are_one_line_with_their_exit_codes() {
     alice
         .fails(&["tenant", "delete", "cli-errors"], 5, "not found")
         .await;
+    // Nor may she ask it to sleep or wake: nothing is written on it.
+    for request in ["sleep", "wake"] {
+        alice
+            .fails(&["tenant", request, "cli-errors"], 5, "not found")
+            .await;
+    }
+    let untouched = tenants.get("cli-errors").await.unwrap();
+    for annotation in [
+        names::SLEEP_REQUESTED_ANNOTATION,
+        names::WAKE_REQUESTED_ANNOTATION,
+    ] {
+        assert!(
+            !untouched.annotations().contains_key(annotation),
+            "{annotation} on someone else's tenant"
+        );
+    }
     // Usage errors are clap's (exit 2).
     assert_eq!(bob.run(&["tenant", "create"]).await.status.code(), Some(2));
     // Completions are generated.

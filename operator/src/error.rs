@@ -12,9 +12,10 @@ pub enum Error {
     #[error(
         "permission missing: the operator may not {what}; the API server said: {message}. Grant it \
          in the operator's ClusterRole ({role}, or, for what it does inside tenant namespaces, \
-         {control_plane})",
+         {control_plane}; in the waker's namespace, {waker})",
         role = crate::build::access::OPERATOR_CLUSTER_ROLE,
-        control_plane = crate::build::access::CONTROL_PLANE_ROLE
+        control_plane = crate::build::access::CONTROL_PLANE_ROLE,
+        waker = crate::build::access::WAKER_NAMESPACE_ROLE
     )]
     MissingPermission { what: String, message: String },
     /// An object could not be encoded for the API (a bug, not an input problem).

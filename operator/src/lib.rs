@@ -14,6 +14,8 @@
 //!   they drifted; the operator's own recent writes.
 //! - [`reconcile`]: one pass over a Tenant (and its teardown), made of the steps above.
 //! - [`runtime`]: configuration, the controller's watches, leader election, clients, probes.
+//! - [`waker`]: beside the controller, its own process (`kubespaces-operator waker`): the proxy
+//!   in every tenant API's path that notes activity and wakes sleeping tenants.
 
 pub use kubespaces_api::{api, conditions, kubeconfig, names, quantity};
 
@@ -26,3 +28,4 @@ pub mod metrics;
 pub mod observe;
 pub mod reconcile;
 pub mod runtime;
+pub mod waker;

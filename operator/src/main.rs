@@ -21,6 +21,7 @@ use kubespaces_operator::{
         controller, http, kube_client,
         leader::{Election, Role, WriteGate},
     },
+    waker::{self, WakerConfig},
 };
 use tokio::sync::watch;
 use tracing::info;
@@ -40,6 +41,10 @@ struct Cli {
 enum Command {
     /// Run the controller (uses KUBECONFIG or the in-cluster service account).
     Run(Box<RunConfig>),
+    /// Run the waker: the proxy in every tenant API's path that notes its activity and wakes a
+    /// sleeping tenant on the first connection (uses KUBECONFIG or the in-cluster service
+    /// account, for the activity Leases only).
+    Waker(Box<WakerConfig>),
     /// Print the install manifests (the Tenant CRD, the tenant-owner ClusterRole, the admission
     /// policies and the operator's own RBAC).
     Manifests,
@@ -144,6 +149,17 @@ async fn main() -> anyhow::Result<()> {
         Command::Run(config) => {
             init_tracing();
             run(*config).await
+        }
+        Command::Waker(config) => {
+            init_tracing();
+            let kube_config = kube_client::config()
+                .await
+                .context("reading the Kubernetes client configuration")?;
+            let client =
+                kube::Client::try_from(kube_config).context("connecting to the Kubernetes API")?;
+            waker::run(client, *config, termination())
+                .await
+                .context("serving tenant API connections")
         }
     }
 }

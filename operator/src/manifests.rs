@@ -186,6 +186,34 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
                 &access::leader_election_role(),
             )?,
         ),
+        (
+            "operator-waker-namespace-role.yaml",
+            render(
+                "the operator's Role in the waker's namespace",
+                "The waker's activity Leases and each tenant's ReferenceGrant to the waker, in the \
+                 waker's namespace (bind it there): derived from operator/src/build/access.rs.",
+                &access::waker_namespace_role(),
+            )?,
+        ),
+        (
+            "waker-role.yaml",
+            render(
+                "the waker's Role",
+                "The activity Leases the waker writes, in its own namespace (bind it there to the \
+                 waker's account): derived from operator/src/build/access.rs.",
+                &access::waker_role(),
+            )?,
+        ),
+        (
+            "waker-clusterrole.yaml",
+            render(
+                "the waker's ClusterRole",
+                "The control planes' certificates Secrets, read in tenant namespaces for a \
+                 connection held while its tenant wakes (bind it to the waker's account): derived \
+                 from operator/src/build/access.rs.",
+                &access::waker_certificates_role(),
+            )?,
+        ),
     ])
 }
 

@@ -8,7 +8,7 @@ use axum::{
     extract::{Path, Query, State},
     http::{StatusCode, header},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
 };
 use kubespaces_api::api::Tenant;
 use serde::Deserialize;
@@ -19,7 +19,7 @@ use crate::{
     error::ApiError,
     state::AppState,
     streams::{Reader, Until, changes_stream},
-    tenants::{CreateTenant, view},
+    tenants::{CreateTenant, SleepRequest, view},
 };
 
 /// The API's routes and the probes, for [`crate::app::router`].
@@ -32,6 +32,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/tenants", get(list).post(create))
         .route("/api/v1/tenants/{name}", get(get_one).delete(delete))
         .route("/api/v1/tenants/{name}/kubeconfig", get(kubeconfig))
+        .route("/api/v1/tenants/{name}/sleep", post(sleep))
+        .route("/api/v1/tenants/{name}/wake", post(wake))
         .route("/api/v1/watch/tenants", get(watch))
 }
 
@@ -112,6 +114,34 @@ async fn delete(
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     state.tenants.delete(&caller, &name).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "deleting": name }))))
+}
+
+async fn sleep(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    ask(&state, &caller, name, SleepRequest::Sleep).await
+}
+
+async fn wake(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    ask(&state, &caller, name, SleepRequest::Wake).await
+}
+
+/// 202: the request is written; the operator acts on it (the tenant's phase says when it is
+/// Asleep, or Ready again).
+async fn ask(
+    state: &AppState,
+    caller: &crate::auth::Identity,
+    name: String,
+    request: SleepRequest,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    state.tenants.request(caller, &name, request).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ request.doing(): name }))))
 }
 
 async fn kubeconfig(

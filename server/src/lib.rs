@@ -6,8 +6,8 @@
 //!    [`auth`], [`store`], [`metrics`], [`public_url`], [`random`], [`rate_limit`],
 //!    [`bounds`].
 //! 2. [`tenant_view`]: what the portal shows of a tenant (pure); [`tenant_events`]: a tenant's
-//!    recent Events; [`tenants`]: the tenant use cases (list, get, create, delete, kubeconfig,
-//!    Events), owner-filtered.
+//!    recent Events; [`tenants`]: the tenant use cases (list, get, create, delete, sleep and
+//!    wake, kubeconfig, Events), owner-filtered.
 //! 3. [`streams`]: the live stream, at most so many per user, ending with the login it came from.
 //! 4. [`portal::seal`], [`portal::session`] and [`portal::oidc`]: the sealing of the portal's
 //!    cookies, what it keeps in them, and its OIDC client.

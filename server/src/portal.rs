@@ -40,5 +40,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tenants/{name}/kubeconfig", get(pages::download))
         .route("/tenants/{name}/events", get(pages::tenant_events))
         .route("/tenants/{name}/delete", post(pages::delete))
+        .route("/tenants/{name}/sleep", post(pages::sleep))
+        .route("/tenants/{name}/wake", post(pages::wake))
         .route("/portal/events", get(pages::events))
 }

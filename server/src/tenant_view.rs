@@ -1,9 +1,9 @@
 //! What the portal shows of a tenant, computed once from the Tenant: its checklist (the detail
 //! conditions in the operator's order, the blocking one marked), its quota as bars, the control
-//! plane's footprint, its teardown. Pure: the pages render it as HTML, and the portal's live
-//! stream sends it beside the tenant so the pages' scripts only copy it into the page (they
-//! parse no quantities and decide nothing). Text here is tenant-influenced: whoever renders it
-//! escapes it (HTML) or sets it as text (scripts).
+//! plane's footprint, its sleep (which request the page offers), its teardown. Pure: the pages
+//! render it as HTML, and the portal's live stream sends it beside the tenant so the pages'
+//! scripts only copy it into the page (they parse no quantities and decide nothing). Text here is
+//! tenant-influenced: whoever renders it escapes it (HTML) or sets it as text (scripts).
 
 use k8s_openapi::{
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Condition},
@@ -26,6 +26,12 @@ pub struct TenantView {
     pub checks: Vec<Check>,
     /// While the tenant is being deleted: what the teardown waits for.
     pub teardown: Option<Teardown>,
+    /// The request the page offers: to sleep (awake) or to wake (asleep); none on the way
+    /// between the two, or before the tenant is Ready.
+    pub sleep_action: Option<SleepAction>,
+    /// The `Asleep` condition's message, while it has one: why the tenant sleeps, what waking
+    /// waits for, or a request that cannot be read.
+    pub sleep_message: String,
     /// `status.quota`, one bar per key, in [`QUOTA_ORDER`] (then the rest by name).
     pub quota: Vec<Bar>,
     /// `status.controlPlane.footprint`: what the control plane takes, by quota key.
@@ -73,6 +79,29 @@ impl CheckState {
             CheckState::Blocking => "Blocking",
             CheckState::Waiting => "Waiting",
         }
+    }
+}
+
+/// A request the tenant page offers ([`sleep_action`]).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SleepAction {
+    Sleep,
+    Wake,
+}
+
+/// Which request the page offers for a tenant in `phase` whose `Asleep` condition is `asleep`:
+/// Sleep to an awake tenant, Wake to a sleeping one, nothing while it falls asleep or wakes (the
+/// request is being carried out), before it is Ready or while it is deleted.
+pub fn sleep_action(phase: &str, asleep: Option<&Condition>) -> Option<SleepAction> {
+    let on_the_way = asleep.is_some_and(|c| {
+        c.status != "True"
+            && [conditions::FALLING_ASLEEP, conditions::WAKING].contains(&c.reason.as_str())
+    });
+    match phase {
+        p if p == conditions::Phase::Asleep.as_str() => Some(SleepAction::Wake),
+        p if p == conditions::Phase::Ready.as_str() && !on_the_way => Some(SleepAction::Sleep),
+        _ => None,
     }
 }
 
@@ -163,13 +192,15 @@ pub fn check_label(type_: &str) -> String {
     .to_owned()
 }
 
-/// The summary conditions: they say what the operator does, not a step of the tenant's.
-const SUMMARY: [&str; 5] = [
+/// The summary conditions: they say what the operator does, not a step of the tenant's. (And
+/// `Asleep`, a state the phase badge and the sleep section show, which holds nothing back.)
+const SUMMARY: [&str; 6] = [
     conditions::READY,
     conditions::SYNCED,
     conditions::RECONCILING,
     conditions::STALLED,
     conditions::DELETION_BLOCKED,
+    conditions::ASLEEP,
 ];
 
 /// The checklist: every detail condition in the operator's order; the first one not True
@@ -277,6 +308,8 @@ impl TenantView {
                 )
         });
         let text = |q: Option<&String>| q.cloned().unwrap_or_default();
+        let asleep = tenant.condition(conditions::ASLEEP);
+        let offered = sleep_action(&phase, asleep);
         TenantView {
             name: tenant.metadata.name.clone().unwrap_or_default(),
             owner: tenant.spec.owner.clone(),
@@ -284,6 +317,8 @@ impl TenantView {
             api: text(endpoints.and_then(|e| e.api.as_ref())),
             apps: text(endpoints.and_then(|e| e.apps.as_ref())),
             checks: checklist(tenant.conditions()),
+            sleep_action: offered,
+            sleep_message: asleep.map(|c| c.message.clone()).unwrap_or_default(),
             teardown,
             quota: bars(tenant),
             footprint: control_plane
@@ -472,6 +507,85 @@ mod tests {
             }]
         );
         assert_eq!(v.chart_version, "0.30.0");
+    }
+
+    #[test]
+    fn sleep_is_offered_when_awake_and_wake_when_asleep_and_neither_on_the_way() {
+        let asleep = |status: &str, reason: &str| condition(conditions::ASLEEP, status, reason, "");
+        let cases = [
+            ("Ready", None, Some(SleepAction::Sleep)),
+            (
+                "Ready",
+                Some(asleep("False", "SleepRequestInvalid")),
+                Some(SleepAction::Sleep),
+            ),
+            (
+                "Ready",
+                Some(asleep("False", conditions::FALLING_ASLEEP)),
+                None,
+            ),
+            (
+                "Asleep",
+                Some(asleep("True", "SleepRequested")),
+                Some(SleepAction::Wake),
+            ),
+            ("Waking", Some(asleep("False", conditions::WAKING)), None),
+            ("Provisioning", None, None),
+            ("Deleting", Some(asleep("True", "Idle")), None),
+        ];
+        for (phase, condition, offered) in cases {
+            assert_eq!(
+                sleep_action(phase, condition.as_ref()),
+                offered,
+                "{phase} {condition:?}"
+            );
+        }
+        // Asleep is a state, not a step: the checklist leaves it out, and it blocks nothing.
+        let c = [
+            condition(conditions::NAMESPACE_READY, "True", "Created", ""),
+            condition(
+                conditions::ASLEEP,
+                "False",
+                conditions::WAKING,
+                "waking: ControlPlaneReady",
+            ),
+            condition(conditions::CONTROL_PLANE_READY, "False", "Starting", ""),
+        ];
+        let list = checklist(&c);
+        let seen: Vec<(&str, CheckState)> =
+            list.iter().map(|c| (c.type_.as_str(), c.state)).collect();
+        assert_eq!(
+            seen,
+            [
+                ("NamespaceReady", CheckState::Done),
+                ("ControlPlaneReady", CheckState::Blocking)
+            ]
+        );
+        let mut t = Tenant::new("a", TenantSpec::new("a@example.com", "2", "4Gi", None));
+        t.status = Some(TenantStatus {
+            phase: Some("Waking".into()),
+            conditions: c.to_vec(),
+            ..TenantStatus::default()
+        });
+        let v = TenantView::of(&t, Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            (v.sleep_action, v.sleep_message.as_str()),
+            (None, "waking: ControlPlaneReady")
+        );
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(
+            (&json["sleepAction"], &json["sleepMessage"]),
+            (
+                &serde_json::Value::Null,
+                &serde_json::json!("waking: ControlPlaneReady")
+            )
+        );
+        t.status = Some(TenantStatus {
+            phase: Some("Ready".into()),
+            ..TenantStatus::default()
+        });
+        let v = serde_json::to_value(TenantView::of(&t, Timestamp::UNIX_EPOCH)).unwrap();
+        assert_eq!(v["sleepAction"], "sleep", "what the page's script compares");
     }
 
     #[test]

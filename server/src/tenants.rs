@@ -1,21 +1,23 @@
 //! The tenant use cases, shared by the REST API ([`crate::api`]) and the portal
-//! ([`crate::portal`]): list, get, create, delete a tenant, hand out its kubeconfig and (to the
-//! portal) its recent Events. Every one sees a tenant only when the caller owns it or is an
-//! admin; a tenant the caller may not see is answered exactly like one that does not exist. No
-//! HTTP here: the adapters turn the results into responses.
+//! ([`crate::portal`]): list, get, create, delete a tenant, ask it to sleep or wake, hand out its
+//! kubeconfig and (to the portal) its recent Events. Every one sees a tenant only when the caller
+//! owns it or is an admin; a tenant the caller may not see is answered exactly like one that does
+//! not exist. No HTTP here: the adapters turn the results into responses.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::{
     Api, Client, ResourceExt,
-    api::{DeleteParams, PostParams, Preconditions},
+    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
 };
 use kubespaces_api::{
     api::{KUBECONFIG_SECRET_KEY, Tenant, TenantSpec},
     kubeconfig,
+    names::{SLEEP_REQUESTED_ANNOTATION, WAKE_REQUESTED_ANNOTATION},
 };
 use serde::Deserialize;
+use serde_json::json;
 use tracing::{info, warn};
 
 use crate::{
@@ -52,6 +54,73 @@ pub struct CreateTenant {
     /// Admins only: create the tenant for someone else.
     #[serde(default)]
     pub owner: Option<String>,
+}
+
+/// A request for a tenant's control plane: to sleep (run no pod; the tenant's workloads keep
+/// running) or to wake. Each is an annotation any door writes with the time of the request; the
+/// operator acts on the later of the two (and on connections to the tenant API since).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SleepRequest {
+    Sleep,
+    Wake,
+}
+
+impl SleepRequest {
+    /// The annotation the request is written in.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            SleepRequest::Sleep => SLEEP_REQUESTED_ANNOTATION,
+            SleepRequest::Wake => WAKE_REQUESTED_ANNOTATION,
+        }
+    }
+
+    /// What the tenant is doing once asked (the API's answer: `{"sleeping": name}`).
+    pub fn doing(self) -> &'static str {
+        match self {
+            SleepRequest::Sleep => "sleeping",
+            SleepRequest::Wake => "waking",
+        }
+    }
+
+    /// What the tenant is asked to do, as the log says it.
+    fn verb(self) -> &'static str {
+        match self {
+            SleepRequest::Sleep => "sleep",
+            SleepRequest::Wake => "wake",
+        }
+    }
+}
+
+/// The JSON merge patch that writes `request` at `at` on the tenant whose uid is `uid`, and
+/// nothing else: the uid rides along because it cannot change, so the API server refuses the
+/// patch when the name now belongs to a namesake created since (see [`patch_refused`]).
+pub fn request_patch(request: SleepRequest, uid: &str, at: Timestamp) -> serde_json::Value {
+    json!({
+        "metadata": {
+            "uid": uid,
+            "annotations": { request.annotation(): at.to_string() },
+        }
+    })
+}
+
+/// A refused patch of the tenant the caller saw as `name`: gone (404, or 409 as for delete), or
+/// replaced by a namesake (the API server refuses a patch whose uid differs from the stored one
+/// as an invalid change of `metadata.uid`, 422), answered like delete answers a tenant that is not
+/// there any more.
+fn patch_refused(name: &str, error: kube::Error) -> ApiError {
+    match error {
+        kube::Error::Api(s)
+            if s.code == 404
+                || s.code == 409
+                || (s.code == 422
+                    && s.details
+                        .as_ref()
+                        .is_some_and(|d| d.causes.iter().any(|c| c.field == "metadata.uid"))) =>
+        {
+            ApiError::NotFound(name.to_owned())
+        }
+        other => ApiError::from(other),
+    }
 }
 
 /// The use cases over the watch cache (reads) and the Kubernetes API (writes), within the
@@ -180,6 +249,40 @@ impl TenantService {
         Ok(())
     }
 
+    /// Asks the tenant the caller may see under `name` to sleep or wake: writes the request's
+    /// annotation with the time now, on that object (not a namesake created since). The operator
+    /// does the rest; the tenant's phase says when it is done (Asleep, or Ready again).
+    pub async fn request(
+        &self,
+        caller: &Identity,
+        name: &str,
+        request: SleepRequest,
+    ) -> Result<(), ApiError> {
+        let tenant = self.visible(caller, name)?;
+        // A tenant in the cache has a uid; without one the precondition would be empty.
+        let uid = tenant
+            .uid()
+            .ok_or_else(|| ApiError::NotFound(name.to_owned()))?;
+        let api: Api<Tenant> = Api::all(self.client.clone());
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        let patch = request_patch(request, &uid, Timestamp::now());
+        api.patch(name, &params, &Patch::Merge(&patch))
+            .await
+            .map_err(|e| patch_refused(name, e))?;
+        info!(
+            caller = %caller.email,
+            tenant = %name,
+            owner = %tenant.spec.owner,
+            annotation = request.annotation(),
+            "asked the tenant to {}",
+            request.verb()
+        );
+        Ok(())
+    }
+
     /// The recent Events of the tenant, for its owner or an admin.
     pub async fn events(
         &self,
@@ -237,5 +340,64 @@ impl TenantService {
         })?;
         info!(caller = %caller.email, tenant = %name, "handed out the tenant kubeconfig");
         Ok(rebuilt.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::*;
+
+    #[test]
+    fn a_request_patch_writes_one_annotation_on_the_tenant_of_that_uid() {
+        let at = Timestamp::from_second(1_800_000_000).unwrap();
+        assert_eq!(
+            request_patch(SleepRequest::Sleep, "u-1", at),
+            json!({"metadata": {"uid": "u-1", "annotations": {
+                "kubespaces.io/sleep-requested-at": "2027-01-15T08:00:00Z"
+            }}})
+        );
+        let wake = request_patch(SleepRequest::Wake, "u-1", at);
+        let written = &wake["metadata"]["annotations"][WAKE_REQUESTED_ANNOTATION];
+        assert_eq!(
+            written.as_str().and_then(|t| t.parse::<Timestamp>().ok()),
+            Some(at),
+            "an RFC 3339 time, as the operator reads it"
+        );
+    }
+
+    /// The API server's refusal with `code`, naming `metadata.uid` as the invalid field or not.
+    fn refused(code: u16, uid_field: bool) -> ApiError {
+        let causes = match uid_field {
+            true => json!([{"reason": "FieldValueInvalid", "message": "field is immutable",
+                            "field": "metadata.uid"}]),
+            false => json!([]),
+        };
+        let status: Status = serde_json::from_value(json!({
+            "status": "Failure", "code": code, "message": "refused", "reason": "Invalid",
+            "details": {"name": "team-atlas", "causes": causes},
+        }))
+        .unwrap();
+        patch_refused("team-atlas", kube::Error::Api(status.boxed()))
+    }
+
+    #[test]
+    fn a_tenant_gone_or_replaced_since_is_not_found() {
+        for (code, uid_field) in [(404, false), (409, false), (422, true)] {
+            assert!(
+                matches!(refused(code, uid_field), ApiError::NotFound(n) if n == "team-atlas"),
+                "{code}"
+            );
+        }
+        // Any other refusal is the API server's own, with its words.
+        assert!(matches!(
+            refused(422, false),
+            ApiError::Kube { code: 422, .. }
+        ));
+        assert!(matches!(
+            refused(403, false),
+            ApiError::Kube { code: 502, .. }
+        ));
     }
 }

@@ -81,6 +81,17 @@ topologySpreadConstraints:
 {{- .Values.server.sessionKeys.existingSecret | default (printf "%s-session-keys" (include "kubespaces.serverName" .)) }}
 {{- end }}
 
+{{- define "kubespaces.wakerName" -}}
+{{- printf "%s-waker" .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The waker pods' labels, which its Deployment, PDB and Service select. */}}
+{{- define "kubespaces.wakerSelector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: waker
+{{- end }}
+
 {{- define "kubespaces.operatorName" -}}
 {{- printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -165,8 +176,9 @@ What `helm uninstall` leaves behind (docs/install.md, "Uninstall"): whatever kee
 tenants working and apart while no operator runs. The generated manifests of the tenant-owner
 ClusterRole (their owners' access to their namespaces) and of the generated admission policies
 (the teardown finalizer on new Tenants, the guards in tenant namespaces, the operator's bounds);
-the CRD too (Helm never deletes crds/). A reinstall of the same release in the same namespace
-adopts them; nothing else of the release is left. Not the maxima policy: it only bounds what a
+the CRD too (Helm never deletes crds/); and the waker, its account and its Role (every tenant API
+route goes through it: waker.yaml). A reinstall of the same release in the same namespace adopts
+them; nothing else of the release is left. Not the maxima policy: it only bounds what a
 Tenant asks for, and kept, it would outlive an upgrade that clears tenants.maxima (Helm also keeps
 a kept object a newer chart no longer renders).
 */}}
@@ -175,6 +187,8 @@ a kept object a newer chart no longer renders).
 - files/tenant-finalizer-admission.yaml
 - files/tenant-guard-admission.yaml
 - files/operator-bounds-admission.yaml
+- files/waker-role.yaml
+- files/waker-clusterrole.yaml
 {{- end }}
 
 {{/* The first object of a generated manifest, as a dict (to read a name from it). */}}

@@ -32,6 +32,13 @@ pub const APPS_CERTIFICATE_READY: &str = "AppsCertificateReady";
 pub const APPS_LISTENER_PROGRAMMED: &str = "AppsListenerProgrammed";
 pub const APPS_READINESS: [&str; 2] = [APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED];
 
+/// Present only while the tenant sleeps or wakes: True while its control plane runs no pod,
+/// False with [`FALLING_ASLEEP`] while its pod stops and with [`WAKING`] until it answers again.
+/// Never holds `Ready` back: a sleeping tenant is not failing.
+pub const ASLEEP: &str = "Asleep";
+pub const FALLING_ASLEEP: &str = "FallingAsleep";
+pub const WAKING: &str = "Waking";
+
 /// The detail conditions that must all be true for the tenant to be Ready.
 pub const HOST_READINESS: [&str; 4] = [
     NAMESPACE_READY,
@@ -78,15 +85,19 @@ pub enum Phase {
     Ready,
     Failed,
     Deleting,
+    Asleep,
+    Waking,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] = [
+    pub const ALL: [Phase; 7] = [
         Phase::Pending,
         Phase::Provisioning,
         Phase::Ready,
         Phase::Failed,
         Phase::Deleting,
+        Phase::Asleep,
+        Phase::Waking,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -96,6 +107,8 @@ impl Phase {
             Phase::Ready => "Ready",
             Phase::Failed => "Failed",
             Phase::Deleting => "Deleting",
+            Phase::Asleep => "Asleep",
+            Phase::Waking => "Waking",
         }
     }
 }
@@ -112,6 +125,14 @@ pub fn phase(conditions: &[Condition], deleting: bool) -> Phase {
         Phase::Deleting
     } else if is_true(conditions, STALLED) {
         Phase::Failed
+    } else if is_true(conditions, ASLEEP) {
+        Phase::Asleep
+    } else if !is_true(conditions, READY)
+        && conditions
+            .iter()
+            .any(|c| c.type_ == ASLEEP && c.reason == WAKING)
+    {
+        Phase::Waking
     } else if is_true(conditions, READY) {
         Phase::Ready
     } else if HOST_READINESS.iter().any(|t| is_true(conditions, t)) {
@@ -258,6 +279,7 @@ fn known_type(type_: &str) -> Option<&'static str> {
         STALLED,
         DELETION_BLOCKED,
         CONNECTION_SECRET_READY,
+        ASLEEP,
     ]
     .into_iter()
     .chain(HOST_READINESS)
@@ -273,7 +295,7 @@ fn known_type(type_: &str) -> Option<&'static str> {
 /// both show this.
 pub fn waiting_for(conditions: &[Condition]) -> Option<String> {
     let unmet = |c: &&Condition| {
-        c.status != "True" && !matches!(c.type_.as_str(), RECONCILING | STALLED | SYNCED)
+        c.status != "True" && !matches!(c.type_.as_str(), RECONCILING | STALLED | SYNCED | ASLEEP)
     };
     let chosen = conditions
         .iter()
@@ -295,6 +317,30 @@ mod tests {
 
     fn time(secs: i64) -> Time {
         Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    #[test]
+    fn asleep_and_waking_are_phases_of_their_own() {
+        let asleep = |status: bool, reason: &str| Desired::new(ASLEEP, status, reason, "");
+        let mut sleeping = summarize(all_details(true), None, "ok");
+        sleeping.push(asleep(true, "SleepRequested"));
+        let sleeping = merge(&[], sleeping, Some(1), &time(1));
+        assert_eq!(phase(&sleeping, false), Phase::Asleep);
+        assert_eq!(phase(&sleeping, true), Phase::Deleting);
+        let mut waking = summarize(all_details(false), None, "ok");
+        waking.push(asleep(false, WAKING));
+        assert_eq!(
+            phase(&merge(&[], waking, Some(1), &time(1)), false),
+            Phase::Waking
+        );
+        // Falling asleep, or a request that cannot be read: Ready as before.
+        for reason in [FALLING_ASLEEP, "SleepRequestInvalid"] {
+            let mut c = summarize(all_details(true), None, "ok");
+            c.push(asleep(false, reason));
+            let c = merge(&[], c, Some(1), &time(1));
+            assert_eq!(phase(&c, false), Phase::Ready);
+            assert_eq!(waiting_for(&c), None, "{reason} holds nothing back");
+        }
     }
 
     fn detail(type_: &'static str, ok: bool) -> Desired {

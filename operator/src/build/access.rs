@@ -433,6 +433,53 @@ pub const ELECTION: &[Access] = &[access(
      leader::watch_lease: the write fence (list, watch)",
 )];
 
+/// The Role for [`WAKER_NAMESPACE`] (bound to the operator in the waker's namespace).
+pub const WAKER_NAMESPACE_ROLE: &str = "kubespaces:operator-waker-namespace";
+
+/// What the operator calls in the waker's namespace (with `--waker-service`).
+pub const WAKER_NAMESPACE: &[Access] = &[
+    access(
+        "coordination.k8s.io",
+        "leases",
+        &["get", "list", "watch", "delete"],
+        "controller: watch the waker's activity Leases (a tenant's last connection); \
+         control_plane::waker: delete a deleted tenant's Lease (get, delete)",
+    ),
+    access(
+        "gateway.networking.k8s.io",
+        "referencegrants",
+        &["get", "create", "patch", "delete"],
+        "control_plane::waker: each tenant's ReferenceGrant to the waker's Service (read, \
+         server-side apply, which creates it; teardown)",
+    ),
+];
+
+/// The Role of the waker itself (bound to its account in its namespace).
+pub const WAKER_ROLE: &str = "kubespaces:waker";
+
+/// What the waker calls, in its own namespace: nothing but the activity Leases.
+pub const WAKER: &[Access] = &[access(
+    "coordination.k8s.io",
+    "leases",
+    &["create", "patch"],
+    "waker::activity: write a tenant's activity Lease (server-side apply, which creates it)",
+)];
+
+/// The ClusterRole of the waker, for [`WAKER_CERTIFICATES`].
+pub const WAKER_CERTIFICATES_ROLE: &str = "kubespaces:waker-certificates";
+
+/// What the waker reads in tenant namespaces: the control plane's certificates Secret (and no
+/// other), whose server CA signs the certificate it answers a held connection with
+/// (`waker::held`). It holds, with it, what the operator's own access to each tenant gives.
+pub const WAKER_CERTIFICATES: &[Access] = &[Access {
+    group: "",
+    resource: "secrets",
+    verbs: &["get"],
+    names: &[names::control_plane::CERTS_SECRET],
+    why: "waker::held: the tenant's server CA, to complete the TLS handshake of a connection \
+          held while the tenant wakes",
+}];
+
 /// What a request asks of the API server, in RBAC terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestAttributes {
@@ -545,6 +592,31 @@ pub fn connection_secrets_role() -> Role {
     Role {
         metadata: crate::build::install_meta(CONNECTION_SECRETS_ROLE),
         rules: Some(rules(CONNECTION_SECRETS)),
+    }
+}
+
+/// The operator's Role in the waker's namespace, from [`WAKER_NAMESPACE`].
+pub fn waker_namespace_role() -> Role {
+    Role {
+        metadata: crate::build::install_meta(WAKER_NAMESPACE_ROLE),
+        rules: Some(rules(WAKER_NAMESPACE)),
+    }
+}
+
+/// The waker's Role, from [`WAKER`].
+pub fn waker_role() -> Role {
+    Role {
+        metadata: crate::build::install_meta(WAKER_ROLE),
+        rules: Some(rules(WAKER)),
+    }
+}
+
+/// The waker's ClusterRole, from [`WAKER_CERTIFICATES`].
+pub fn waker_certificates_role() -> ClusterRole {
+    ClusterRole {
+        metadata: crate::build::install_meta(WAKER_CERTIFICATES_ROLE),
+        rules: Some(rules(WAKER_CERTIFICATES)),
+        ..ClusterRole::default()
     }
 }
 

@@ -20,6 +20,7 @@ use kube::{ResourceExt, api::DynamicObject};
 
 use super::control_plane::{VclusterSettings, apps, footprint, network, route, self_binding};
 use super::settings::HostConfig;
+use super::sleep;
 use crate::api::Tenant;
 
 /// One tenant's desired state.
@@ -49,12 +50,16 @@ pub struct ControlPlane {
     /// The objects the chart rendered.
     pub chart: Vec<DynamicObject>,
     pub route: DynamicObject,
+    /// With a waker: the ReferenceGrant in its namespace that lets the route reach it.
+    pub waker_grant: Option<DynamicObject>,
     /// The apps Gateway and its Certificate (empty without apps settings).
     pub apps: Vec<DynamicObject>,
     /// What the control plane takes from the namespace's quota.
     pub footprint: BTreeMap<String, Quantity>,
     /// The chart archive's sha256.
     pub digest: String,
+    /// Whether it sleeps (its StatefulSet scaled to no pod) and why, and when it will.
+    pub sleep: sleep::Decision,
 }
 
 /// What the platform gives every tenant's control plane.
@@ -75,11 +80,18 @@ pub struct Rendered {
 pub fn of(
     tenant: &Tenant,
     host: &HostConfig,
-    control_plane: Option<(Platform<'_>, Rendered)>,
+    control_plane: Option<(Platform<'_>, Rendered, sleep::Decision)>,
 ) -> DesiredState {
-    let control_plane = control_plane.map(|(platform, rendered)| {
+    let control_plane = control_plane.map(|(platform, rendered, decision)| {
         let defaults = super::container_defaults(host);
-        control_plane_of(&tenant.name_any(), &platform, rendered, &defaults)
+        let mut cp = control_plane_of(&tenant.name_any(), &platform, rendered, &defaults);
+        // After the footprint: the quota keeps the sleeping control plane's share, so its wake
+        // is never refused by a quota the tenant's workloads filled meanwhile.
+        if decision.asleep.is_some() {
+            cp.chart = sleep::scaled_to_zero(cp.chart);
+        }
+        cp.sleep = decision;
+        cp
     });
     let config = match &control_plane {
         Some(cp) => host.with_footprint(cp.footprint.clone()),
@@ -115,16 +127,22 @@ fn control_plane_of(
     };
     ControlPlane {
         operator_binding: self_binding(tenant, platform.operator),
-        network_policy: network::policy(tenant, platform.api_server),
+        network_policy: network::policy(tenant, platform.api_server, settings.waker.as_ref()),
         footprint: footprint::of(&rendered.objects, defaults),
         route: route::api_route(
             tenant,
             &crate::names::api_host(tenant, base_domain),
             &settings.api_gateway,
+            settings.waker.as_ref(),
         ),
+        waker_grant: settings
+            .waker
+            .as_ref()
+            .map(|w| route::waker_grant(tenant, w)),
         apps,
         chart: rendered.objects,
         digest: rendered.digest,
+        sleep: sleep::Decision::awake(),
     }
 }
 
@@ -150,6 +168,10 @@ mod tests {
 
     /// The desired state of `tenant()` with a control plane rendered as [`rendered`].
     fn with_control_plane(apps: bool) -> DesiredState {
+        with_control_plane_deciding(apps, sleep::Decision::awake())
+    }
+
+    fn with_control_plane_deciding(apps: bool, decision: sleep::Decision) -> DesiredState {
         let settings = VclusterSettings {
             apps: apps.then(|| AppsSettings {
                 gateway_class: "apps".into(),
@@ -172,7 +194,7 @@ mod tests {
         of(
             &tenant(),
             &HostConfig::default(),
-            Some((platform, rendered())),
+            Some((platform, rendered(), decision)),
         )
     }
 
@@ -195,6 +217,23 @@ mod tests {
             objects: vec![sts],
             digest: "abc".into(),
         }
+    }
+
+    #[test]
+    fn a_sleeping_control_plane_runs_no_pod_and_keeps_its_share_of_the_quota() {
+        let awake = with_control_plane(false);
+        let asleep = with_control_plane_deciding(
+            false,
+            sleep::Decision {
+                asleep: Some(sleep::Cause::Idle),
+                ..sleep::Decision::awake()
+            },
+        );
+        let replicas = |d: &DesiredState| {
+            d.control_plane.as_ref().unwrap().chart[0].data["spec"]["replicas"].clone()
+        };
+        assert_eq!((replicas(&awake), replicas(&asleep)), (1.into(), 0.into()));
+        assert_eq!(hard(&awake), hard(&asleep));
     }
 
     fn hard(d: &DesiredState) -> BTreeMap<String, Quantity> {

@@ -38,6 +38,7 @@ pub mod desired;
 mod guards;
 mod placement;
 pub mod settings;
+pub mod sleep;
 pub use bounds::{CHART_CLUSTER_ROLE_READS, operator_bounds};
 pub use control_plane_guard::{control_plane_objects_guard, control_plane_references_guard};
 pub use guards::{

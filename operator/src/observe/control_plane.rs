@@ -3,14 +3,20 @@
 //! from requests through the route and is made where they are sent
 //! (`reconcile::control_plane`).
 
-use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
+use k8s_openapi::{
+    api::{apps::v1::StatefulSet, core::v1::Pod},
+    apimachinery::pkg::apis::meta::v1::Condition,
+};
 use kube::{Resource, api::DynamicObject};
 
 use crate::{
-    build::control_plane::{apps, route, settings::ParentRef},
+    build::{
+        control_plane::{apps, route, settings::ParentRef},
+        sleep,
+    },
     conditions::{
-        API_ROUTE_ACCEPTED, APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED, CONTROL_PLANE_READY,
-        Desired,
+        API_REACHABLE, API_ROUTE_ACCEPTED, APPS_CERTIFICATE_READY, APPS_LISTENER_PROGRAMMED,
+        ASLEEP, CONTROL_PLANE_READY, Desired, FALLING_ASLEEP, WAKING,
     },
     names::control_plane as names,
 };
@@ -20,10 +26,87 @@ pub fn running(statefulset: Option<&StatefulSet>) -> bool {
     statefulset.is_some_and(|s| {
         let status = s.status.as_ref();
         let want = s.spec.replicas.unwrap_or(1);
-        status.and_then(|st| st.ready_replicas).unwrap_or(0) >= want
+        // Scaled to no pod (asleep), it does not run, whatever its status still says.
+        want > 0
+            && status.and_then(|st| st.ready_replicas).unwrap_or(0) >= want
             && status.and_then(|st| st.observed_generation) >= s.metadata.generation
             && status.and_then(|st| st.updated_replicas).unwrap_or(0) >= want
     })
+}
+
+/// Whether the control plane's StatefulSet is scaled to no pod and has none left.
+pub fn stopped(statefulset: Option<&StatefulSet>) -> bool {
+    statefulset.is_some_and(|s| {
+        let status = s.status.as_ref();
+        s.spec.replicas == Some(0)
+            && status.map_or(0, |st| st.replicas) == 0
+            && status.and_then(|st| st.observed_generation) >= s.metadata.generation
+    })
+}
+
+/// The conditions of a sleeping control plane: the workload and the credential's check say why
+/// they are not looked at, and [`ASLEEP`] whether its pod is gone yet.
+pub fn sleeping(ns: &str, stopped: bool, decision: &sleep::Decision) -> [Desired; 3] {
+    let why = match (decision.asleep, decision.last_active) {
+        (Some(sleep::Cause::Idle), Some(at)) => {
+            format!("no connection to the tenant API since {at}")
+        }
+        (Some(sleep::Cause::Idle), None) => "no connection to the tenant API".to_owned(),
+        _ => "a sleep request later than the tenant API's last use".to_owned(),
+    };
+    let reason = decision.asleep.unwrap_or(sleep::Cause::Requested).reason();
+    let asleep = match stopped {
+        true => Desired::new(
+            ASLEEP,
+            true,
+            reason,
+            format!(
+                "the control plane sleeps ({why}): StatefulSet {ns}/{} runs no pod; its data, CA \
+                 and kubeconfig are kept, the tenant's workloads keep running, and the first \
+                 connection to the tenant API wakes it",
+                names::RELEASE
+            ),
+        ),
+        false => Desired::new(
+            ASLEEP,
+            false,
+            FALLING_ASLEEP,
+            format!("StatefulSet {ns}/{} is stopping its pod", names::RELEASE),
+        ),
+    };
+    [
+        Desired::new(
+            CONTROL_PLANE_READY,
+            true,
+            "Asleep",
+            format!(
+                "StatefulSet {ns}/{} is scaled to no pod while the tenant sleeps",
+                names::RELEASE
+            ),
+        ),
+        Desired::new(
+            API_REACHABLE,
+            true,
+            "Asleep",
+            "not checked while the control plane sleeps; checked again when it wakes",
+        ),
+        asleep,
+    ]
+}
+
+/// While a control plane that slept comes back (the tenant's last [`ASLEEP`] condition says it
+/// slept or was waking): [`ASLEEP`] False, [`WAKING`], with the step it waits for. None once
+/// every step is done, or for a tenant that did not sleep.
+pub fn waking(previous: Option<&Condition>, details: &[Desired]) -> Option<Desired> {
+    previous
+        .filter(|c| c.status == "True" || [WAKING, FALLING_ASLEEP].contains(&c.reason.as_str()))?;
+    let waiting = details.iter().find(|d| !d.status)?;
+    Some(Desired::new(
+        ASLEEP,
+        false,
+        WAKING,
+        format!("waking: {}: {}", waiting.type_, waiting.message),
+    ))
 }
 
 /// What the control plane's pod waits for, when the StatefulSet does not run: not scheduled
@@ -256,6 +339,77 @@ mod tests {
             },
             status: Some(status),
         }
+    }
+
+    #[test]
+    fn a_control_plane_sleeps_once_scaled_to_zero_with_no_pod_left() {
+        let mut scaled = set(
+            3,
+            StatefulSetStatus {
+                replicas: 1,
+                ready_replicas: Some(1),
+                updated_replicas: Some(1),
+                observed_generation: Some(3),
+                ..Default::default()
+            },
+        );
+        scaled.spec.replicas = Some(0);
+        assert!(!running(Some(&scaled)), "scaled to zero is not running");
+        assert!(!stopped(Some(&scaled)), "its pod is still there");
+        scaled.status = Some(StatefulSetStatus {
+            observed_generation: Some(3),
+            ..Default::default()
+        });
+        assert!(stopped(Some(&scaled)));
+        let idle = sleep::Decision {
+            asleep: Some(sleep::Cause::Idle),
+            ..sleep::Decision::awake()
+        };
+        let [workload, reachable, asleep] = sleeping("ns", true, &idle);
+        assert!(workload.status && reachable.status && asleep.status);
+        assert_eq!(asleep.reason, "Idle");
+        let [.., stopping] = sleeping("ns", false, &idle);
+        assert_eq!(
+            (stopping.status, stopping.reason.as_str()),
+            (false, FALLING_ASLEEP)
+        );
+    }
+
+    #[test]
+    fn a_tenant_that_slept_is_waking_until_every_step_is_done() {
+        let slept = Condition {
+            type_: ASLEEP.into(),
+            status: "True".into(),
+            reason: "SleepRequested".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+        };
+        let starting = vec![
+            Desired::new(CONTROL_PLANE_READY, false, "Starting", "not ready yet"),
+            Desired::new(API_REACHABLE, false, "Waiting", "waiting"),
+        ];
+        let waking_now = waking(Some(&slept), &starting).unwrap();
+        assert_eq!(
+            (waking_now.status, waking_now.reason.as_str()),
+            (false, WAKING)
+        );
+        assert!(
+            waking_now
+                .message
+                .contains("ControlPlaneReady: not ready yet")
+        );
+        let done = vec![Desired::new(CONTROL_PLANE_READY, true, "Running", "")];
+        assert_eq!(waking(Some(&slept), &done), None);
+        assert_eq!(waking(None, &starting), None, "a new tenant is not waking");
+        let invalid = Condition {
+            status: "False".into(),
+            reason: "SleepRequestInvalid".into(),
+            ..slept
+        };
+        assert_eq!(waking(Some(&invalid), &starting), None);
     }
 
     #[test]

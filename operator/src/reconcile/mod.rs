@@ -13,11 +13,15 @@ pub mod teardown;
 
 use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::api::{
-    apps::v1::StatefulSet,
-    core::v1::{LimitRange, Namespace, ResourceQuota, Service},
-    networking::v1::NetworkPolicy,
-    rbac::v1::RoleBinding,
+use k8s_openapi::{
+    api::{
+        apps::v1::StatefulSet,
+        coordination::v1::Lease,
+        core::v1::{LimitRange, Namespace, ResourceQuota, Service},
+        networking::v1::NetworkPolicy,
+        rbac::v1::RoleBinding,
+    },
+    jiff::Timestamp,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -35,8 +39,10 @@ use tracing::{info, warn};
 use crate::{
     api::Tenant,
     build::{
+        control_plane::settings::parse_after_idle,
         desired::{self, DesiredState},
         settings::HostConfig,
+        sleep,
     },
     conditions,
     error::{Error, Result},
@@ -59,6 +65,8 @@ pub struct Caches {
     /// The tenant control planes' StatefulSets (the chart's objects carry the tenant label too).
     pub statefulsets: Store<StatefulSet>,
     pub services: Store<Service>,
+    /// The waker's activity Leases (with a waker).
+    pub activity: Option<Store<Lease>>,
 }
 
 impl Caches {
@@ -68,6 +76,15 @@ impl Caches {
         self.statefulsets
             .get(&ObjectRef::new(crate::names::control_plane::RELEASE).within(&ns))
             .map(|o| (*o).clone())
+    }
+
+    /// When the waker last saw a connection to the tenant's API (its activity Lease).
+    pub fn last_connection(&self, tenant: &str, waker_namespace: &str) -> Option<Timestamp> {
+        let lease = self
+            .activity
+            .as_ref()?
+            .get(&ObjectRef::new(&names::activity_lease(tenant)).within(waker_namespace))?;
+        lease.spec.as_ref()?.renew_time.as_ref().map(|t| t.0)
     }
 
     /// Whether the cache holds the Service of a tenant's control plane.
@@ -231,7 +248,10 @@ async fn build(tenant: &Tenant, ctx: &Context) -> Result<Built> {
     let (rendered, chart_stalled) = match &ctx.control_plane {
         None => (None, None),
         Some(cp) => match cp.render(tenant).await {
-            Ok(r) => (Some((cp.platform(), r)), None),
+            Ok(r) => (
+                Some((cp.platform(), r, sleep_decision(tenant, cp, ctx))),
+                None,
+            ),
             Err(e) if e.is_permanent() => (None, Some((e.reason().to_owned(), e.to_string()))),
             Err(e) => return Err(e.into()),
         },
@@ -240,6 +260,49 @@ async fn build(tenant: &Tenant, ctx: &Context) -> Result<Built> {
         desired: desired::of(tenant, &ctx.host, rendered),
         chart_stalled,
     })
+}
+
+/// Whether the tenant's control plane sleeps now: its requests, its creation and the waker's
+/// record of its last connection, against its idle period (its own, else the platform's; none
+/// without a waker, which alone sees connections).
+fn sleep_decision(
+    tenant: &Tenant,
+    cp: &control_plane::ControlPlane,
+    ctx: &Context,
+) -> sleep::Decision {
+    let settings = &cp.settings;
+    let waker = settings.waker.as_ref();
+    let after_idle = waker.and_then(|_| {
+        let own = tenant
+            .spec
+            .sleep
+            .as_ref()
+            .and_then(|s| s.after_idle.as_deref());
+        // The CRD admits only what parses; an older object that does not falls back.
+        own.and_then(|v| parse_after_idle(v).ok())
+            .unwrap_or(settings.sleep_after_idle)
+            .0
+    });
+    let connection =
+        waker.and_then(|w| ctx.caches.last_connection(&tenant.name_any(), &w.namespace));
+    // Provisioned: the operator has handed out a kubeconfig (kept through sleep and wake).
+    let provisioned = tenant
+        .status
+        .as_ref()
+        .is_some_and(|s| s.kubeconfig_secret_ref.is_some());
+    let created = tenant
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .filter(|_| provisioned);
+    sleep::decide(
+        Timestamp::now(),
+        tenant.annotations(),
+        created,
+        connection,
+        after_idle,
+    )
 }
 
 /// The rest of a pass once the host objects are applied (`host`): the control plane and the
@@ -284,7 +347,9 @@ async fn provision(
 async fn record(api: &Api<Tenant>, tenant: &Tenant, pass: &Pass, ctx: &Context) -> Result<Action> {
     let new_status = status::from_pass(tenant, pass);
     let control_plane_next = pass.control_plane.as_ref().and_then(|c| c.requeue);
-    let ready = new_status.phase.as_deref() == Some(conditions::Phase::Ready.as_str());
+    let ready = [conditions::Phase::Ready, conditions::Phase::Asleep]
+        .iter()
+        .any(|p| new_status.phase.as_deref() == Some(p.as_str()));
     let stalled = pass.stalled.is_some();
     let held_back = status::write(api, tenant, new_status, ctx).await?;
     let next = match (ready, stalled) {

@@ -21,9 +21,21 @@ use crate::{
 /// The status after a successful pass over the host side.
 pub fn from_pass(tenant: &Tenant, outcome: &Pass) -> TenantStatus {
     let mut details = outcome.details.clone();
+    let asleep = outcome
+        .control_plane
+        .as_ref()
+        .and_then(|cp| cp.asleep.as_ref())
+        .is_some_and(|a| a.status);
+    if let Some(cp) = &outcome.control_plane {
+        details.extend(cp.details.iter().cloned());
+    }
     let ready = match &outcome.control_plane {
+        Some(_) if asleep => format!(
+            "the tenant sleeps: the first connection to its API, or a wake request (annotation \
+             {}), starts its control plane again",
+            names::WAKE_REQUESTED_ANNOTATION
+        ),
         Some(cp) => {
-            details.extend(cp.details.iter().cloned());
             let api = cp
                 .endpoints
                 .as_ref()
@@ -40,6 +52,12 @@ pub fn from_pass(tenant: &Tenant, outcome: &Pass) -> TenantStatus {
     let mut summary = conditions::summarize(details, outcome.stalled.clone(), &ready);
     // After the summary: it does not hold Ready back.
     summary.extend(outcome.connection.clone());
+    summary.extend(
+        outcome
+            .control_plane
+            .as_ref()
+            .and_then(|cp| cp.asleep.clone()),
+    );
     let mut status = with_conditions(tenant, summary, outcome.quota.clone());
     if let Some(cp) = &outcome.control_plane {
         status.endpoints = cp.endpoints.clone();
@@ -64,7 +82,7 @@ pub fn with_conditions(
     // observedGeneration moves only when this generation reached a verdict (Ready or a
     // permanent failure): Flux and kstatus read it as "this spec has been fully applied".
     let verdict = match phase {
-        Phase::Ready => Some(conditions::READY),
+        Phase::Ready | Phase::Asleep => Some(conditions::READY),
         Phase::Failed => Some(conditions::STALLED),
         _ => None,
     };
@@ -92,21 +110,22 @@ pub fn with_conditions(
     }
 }
 
-/// Whether a phase change is worth an Event (a line in `kubectl describe`): Failed and Deleting,
-/// and Ready again after Failed. A tenant's first Ready is not: its status says so (the Ready
+/// Whether a phase change is worth an Event (a line in `kubectl describe`): Failed, Deleting and
+/// Asleep, and Ready again after Failed or Waking. A tenant's first Ready is not: its status says so (the Ready
 /// condition, with the time), and an Event would be one more write for every tenant created —
 /// the largest part of what provisioning many tenants at once cost beyond the writes it cannot
 /// avoid. Pending and Provisioning are visible in the status too.
 fn announced(old: Option<&str>, new: Option<&str>) -> bool {
-    let (ready, failed, deleting) = (
+    let (ready, failed, deleting, asleep) = (
         Phase::Ready.as_str(),
         Phase::Failed.as_str(),
         Phase::Deleting.as_str(),
+        Phase::Asleep.as_str(),
     );
     match new {
         _ if old == new => false,
-        Some(p) if p == failed || p == deleting => true,
-        Some(p) if p == ready => old == Some(failed),
+        Some(p) if p == failed || p == deleting || p == asleep => true,
+        Some(p) if p == ready => old == Some(failed) || old == Some(Phase::Waking.as_str()),
         _ => false,
     }
 }
@@ -305,5 +324,9 @@ mod tests {
         assert!(!announced(failed, failed));
         assert!(!announced(ready, ready));
         assert!(!announced(ready, provisioning));
+        let [asleep, waking] = [Phase::Asleep, Phase::Waking].map(|p| Some(p.as_str()));
+        assert!(announced(ready, asleep), "falling asleep is news");
+        assert!(!announced(asleep, waking));
+        assert!(announced(waking, ready), "and so is the wake's end");
     }
 }

@@ -6,6 +6,7 @@ use futures::{StreamExt, channel::mpsc};
 use k8s_openapi::api::{
     apps::v1::StatefulSet,
     authentication::v1::SelfSubjectReview,
+    coordination::v1::Lease,
     core::v1::{LimitRange, Namespace, ResourceQuota, Service},
     discovery::v1::EndpointSlice,
     networking::v1::NetworkPolicy,
@@ -31,6 +32,7 @@ use super::config::RunConfig;
 use crate::{
     api::Tenant,
     apply::recent::RecentWrites,
+    build::control_plane::settings::ServiceRef,
     metrics::Metrics,
     names,
     reconcile::{self, Caches, Context, control_plane::ControlPlane},
@@ -148,6 +150,42 @@ where
     store
 }
 
+/// Watches the waker's activity Leases (in its namespace, by the label it writes) into a cache,
+/// and sends the tenant of every change to `triggers`: a connection to a sleeping tenant wakes
+/// it through this watch.
+fn watch_activity(
+    client: &Client,
+    namespace: &str,
+    triggers: mpsc::UnboundedSender<TenantRef>,
+) -> Store<Lease> {
+    let (store, writer) = reflector::store();
+    let selector = format!(
+        "{}={}",
+        names::MANAGED_BY_LABEL,
+        crate::waker::activity::MANAGED_BY
+    );
+    let config = watcher::Config::default().labels(&selector).any_semantic();
+    let stream = watcher(Api::<Lease>::namespaced(client.clone(), namespace), config)
+        .backoff(super::watch_backoff())
+        .modify(slim)
+        .reflect(writer)
+        .touched_objects();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(lease) => {
+                    if let Some(tenant) = lease.labels().get(names::TENANT_LABEL) {
+                        let _ = triggers.unbounded_send(ObjectRef::new(tenant));
+                    }
+                }
+                Err(e) => warn!(error = %e, "watch of the activity Leases failed; retrying"),
+            }
+        }
+    });
+    store
+}
+
 /// Runs the controller until `shutdown` resolves. `ready` is called once the caches are warm
 /// and the controller is running.
 pub async fn run(
@@ -165,7 +203,8 @@ pub async fn run(
 
     let (triggers, trigger_stream) = mpsc::unbounded();
     let recent = Arc::new(RecentWrites::default());
-    let caches = warm_caches(&client, triggers, &recent).await?;
+    let waker = config.control_plane.waker_service.clone();
+    let caches = warm_caches(&client, triggers, &recent, waker.as_ref()).await?;
     let reporter = Reporter {
         controller: names::MANAGED_BY.into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -215,6 +254,7 @@ async fn warm_caches(
     client: &Client,
     triggers: mpsc::UnboundedSender<TenantRef>,
     recent: &Arc<RecentWrites>,
+    waker: Option<&ServiceRef>,
 ) -> Result<Caches, StartError> {
     let quota_changed = Arc::new(Notify::new());
     // The kinds the reconciler writes itself (host::ensure): their echoes are no news.
@@ -237,6 +277,7 @@ async fn warm_caches(
         owner_bindings: watch_children_with::<RoleBinding>(client, triggers.clone(), own()),
         network_policies: watch_children_with::<NetworkPolicy>(client, triggers.clone(), own()),
         statefulsets: watch_children::<StatefulSet>(client, triggers.clone()),
+        activity: waker.map(|w| watch_activity(client, &w.namespace, triggers.clone())),
         services: watch_children::<Service>(client, triggers),
     };
     let warmup = Duration::from_secs(120);
@@ -251,6 +292,12 @@ async fn warm_caches(
         filled(caches.network_policies.wait_until_ready(), warmup),
         filled(caches.statefulsets.wait_until_ready(), warmup),
         filled(caches.services.wait_until_ready(), warmup),
+        async {
+            match &caches.activity {
+                Some(a) => filled(a.wait_until_ready(), warmup).await,
+                None => true,
+            }
+        },
     );
     let empty: Vec<&str> = [
         (filled.0, "Namespaces"),
@@ -260,6 +307,7 @@ async fn warm_caches(
         (filled.4, "NetworkPolicies"),
         (filled.5, "StatefulSets"),
         (filled.6, "Services"),
+        (filled.7, "the waker's activity Leases"),
     ]
     .into_iter()
     .filter_map(|(ok, kind)| (!ok).then_some(kind))

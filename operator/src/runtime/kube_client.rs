@@ -59,12 +59,13 @@ pub fn controller(
             access::covers(access::CONTROLLER, &a)
                 || access::covers(access::CONNECTION_SECRETS, &a)
                 || access::covers(access::CONTROL_PLANE, &a)
+                || access::covers(access::WAKER_NAMESPACE, &a)
         });
         if !listed {
             // A call the generated roles do not grant: a bug in access::CONTROLLER,
-            // access::CONNECTION_SECRETS or access::CONTROL_PLANE (the latter two are matched
-            // without their namespaces).
-            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER, CONNECTION_SECRETS or CONTROL_PLANE");
+            // access::CONNECTION_SECRETS, access::CONTROL_PLANE or access::WAKER_NAMESPACE (the
+            // last three are matched without their namespaces).
+            error!(method = %request.method(), path = %request.uri().path(), "request not listed in access::CONTROLLER, CONNECTION_SECRETS, CONTROL_PLANE or WAKER_NAMESPACE");
             metrics.api_requests_unlisted.inc();
         }
         request

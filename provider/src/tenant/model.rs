@@ -36,6 +36,7 @@ pub fn spec_from_state(v: &Value) -> Result<TenantSpec, ModelError> {
         },
         deletion_policy,
         write_connection_secret_to_ref: None,
+        sleep: None,
     })
 }
 

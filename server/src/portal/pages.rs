@@ -1,8 +1,9 @@
 //! The portal's pages and its live stream: the tenant list and the new-tenant form (`/`,
 //! `POST /tenants`), a tenant's page (`/tenants/{name}`), its kubeconfig download, its recent
-//! Events (`/tenants/{name}/events`, JSON for the page's script), its deletion
-//! (`POST /tenants/{name}/delete`) and the stream the pages follow (`/portal/events`), all
-//! through the tenant use cases ([`crate::tenants`]) as the logged-in browser.
+//! Events (`/tenants/{name}/events`, JSON for the page's script), its sleep and wake
+//! (`POST /tenants/{name}/sleep`, `/wake`), its deletion (`POST /tenants/{name}/delete`) and the
+//! stream the pages follow (`/portal/events`), all through the tenant use cases
+//! ([`crate::tenants`]) as the logged-in browser.
 
 use axum::{
     Form, Json,
@@ -25,7 +26,7 @@ use crate::{
     state::AppState,
     streams::{Reader, Until, changes_stream},
     tenant_view::TenantView,
-    tenants::CreateTenant,
+    tenants::{CreateTenant, SleepRequest},
 };
 
 /// The home page (the list and the form), after a refused create with its `error` and `form`.
@@ -85,7 +86,7 @@ pub async fn create(
 }
 
 /// The page of `e`: a tenant `b` may not see (answered like one that does not exist), or a
-/// deletion that failed.
+/// deletion, sleep or wake that failed.
 fn refused(b: &Browser, e: &crate::error::ApiError) -> Response {
     let status = e.status();
     (
@@ -171,6 +172,50 @@ pub async fn delete(
     match state.tenants.delete(&b.identity, &name).await {
         Ok(()) => Redirect::to(&format!("/tenants/{name}")).into_response(),
         Err(e) => refused(&b, &e),
+    }
+}
+
+/// What the sleep and wake forms post: the CSRF token alone.
+#[derive(Deserialize)]
+pub struct Ask {
+    csrf: String,
+}
+
+/// Asks the tenant to sleep, then shows its page (falling asleep, live).
+pub async fn sleep(
+    State(state): State<AppState>,
+    b: Browser,
+    Path(name): Path<String>,
+    Form(form): Form<Ask>,
+) -> Response {
+    ask(&state, &b, &name, &form, SleepRequest::Sleep).await
+}
+
+/// Asks the tenant to wake, then shows its page (waking, live).
+pub async fn wake(
+    State(state): State<AppState>,
+    b: Browser,
+    Path(name): Path<String>,
+    Form(form): Form<Ask>,
+) -> Response {
+    ask(&state, &b, &name, &form, SleepRequest::Wake).await
+}
+
+/// The request through the same use case as the API's, after the form's CSRF check, answered
+/// like a deletion: the tenant's page, or why not.
+async fn ask(
+    state: &AppState,
+    b: &Browser,
+    name: &str,
+    form: &Ask,
+    request: SleepRequest,
+) -> Response {
+    if form.csrf != b.csrf {
+        return forged();
+    }
+    match state.tenants.request(&b.identity, name, request).await {
+        Ok(()) => Redirect::to(&format!("/tenants/{name}")).into_response(),
+        Err(e) => refused(b, &e),
     }
 }
 

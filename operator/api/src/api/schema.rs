@@ -66,3 +66,16 @@ pub fn dns_subdomain(_: &mut SchemaGenerator) -> Schema {
         }]
     })
 }
+
+/// How long a tenant API may go without activity before its control plane sleeps.
+pub fn idle_duration(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A duration such as 30s, 45m, 2h or 1h30m, or never.",
+        "type": "string",
+        "maxLength": 32,
+        "x-kubernetes-validations": [{
+            "rule": "self == 'never' || self.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$') && self != '' && !self.matches('^(0+[hms])+$')",
+            "message": "must be a duration such as 30m, 2h or 1h30m (hours h, minutes m, seconds s, more than zero), or never"
+        }]
+    })
+}

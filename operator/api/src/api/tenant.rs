@@ -20,7 +20,7 @@ use crate::names;
     status = "TenantStatus",
     shortname = "tn",
     category = "kubespaces",
-    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Pending, Provisioning, Ready, Failed or Deleting"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Pending, Provisioning, Ready, Asleep, Waking, Failed or Deleting"),
     printcolumn(name = "API", type_ = "string", json_path = ".status.endpoints.api", description = "Public URL of the tenant's API server"),
     printcolumn(name = "Owner", type_ = "string", json_path = ".spec.owner"),
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status", priority = 1),
@@ -48,6 +48,22 @@ pub struct TenantSpec {
     /// Where to write a Secret holding the tenant's connection details (Crossplane convention).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_connection_secret_to_ref: Option<SecretReference>,
+
+    /// When the tenant's control plane sleeps: it runs no pod while the tenant's workloads keep
+    /// running, and the first connection to the tenant API wakes it. Unset: the platform's
+    /// default (the operator's `--sleep-after-idle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<SleepSpec>,
+}
+
+#[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SleepSpec {
+    /// How long the tenant API may go without a connection before the control plane sleeps,
+    /// such as `30m` or `2h`, or `never`. Unset: the platform's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::idle_duration")]
+    pub after_idle: Option<String>,
 }
 
 /// Quota hard limits. Each applies to both requests and limits of the tenant's workloads.
@@ -88,7 +104,7 @@ pub struct SecretReference {
 #[derive(KubeSchema, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct TenantStatus {
-    /// Pending, Provisioning, Ready, Failed or Deleting. Informational, derived from the
+    /// Pending, Provisioning, Ready, Asleep, Waking, Failed or Deleting. Informational, derived from the
     /// conditions; automation should use the `Ready` condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
@@ -174,6 +190,7 @@ impl TenantSpec {
             },
             deletion_policy: DeletionPolicy::default(),
             write_connection_secret_to_ref: None,
+            sleep: None,
         }
     }
 }

@@ -52,6 +52,12 @@ pub const RECONCILE_REQUEST_ANNOTATIONS: [&str; 2] = [
     "reconcile.fluxcd.io/requestedAt",
 ];
 
+/// Sleep and wake requests, from any door (kubectl, GitOps, the CLI, the portal): an RFC 3339
+/// time each. The later of the two wins, so a request is never undone by an older one and the
+/// object a GitOps tool applies stays as written (the operator never removes them).
+pub const SLEEP_REQUESTED_ANNOTATION: &str = "kubespaces.io/sleep-requested-at";
+pub const WAKE_REQUESTED_ANNOTATION: &str = "kubespaces.io/wake-requested-at";
+
 /// Field managers: children and status are owned separately so each apply is complete.
 pub const CHILD_FIELD_MANAGER: &str = "kubespaces-operator/tenant";
 pub const STATUS_FIELD_MANAGER: &str = "kubespaces-operator/tenant-status";
@@ -108,6 +114,42 @@ pub fn api_host(tenant: &str, base_domain: &str) -> String {
     format!("{tenant}.api.{base_domain}")
 }
 
+/// The tenant whose API `host` names (`<tenant>.api.<base domain>`, any letter case, as TLS
+/// clients may send it), if it names one.
+pub fn tenant_of_api_host(host: &str, base_domain: &str) -> Option<String> {
+    let host = host.to_ascii_lowercase();
+    let suffix = format!(".api.{}", base_domain.to_ascii_lowercase());
+    let tenant = host.strip_suffix(&suffix)?;
+    let label = tenant.starts_with(|c: char| c.is_ascii_lowercase())
+        && !tenant.ends_with('-')
+        && tenant.len() <= MAX_TENANT_NAME_LEN
+        && tenant
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    label.then(|| tenant.to_owned())
+}
+
+/// The Lease, in the platform's namespace, whose renew time is the tenant API's last activity:
+/// the waker renews it as connections pass, the operator reads it to put the tenant to sleep.
+pub fn activity_lease(tenant: &str) -> String {
+    format!("activity-{tenant}")
+}
+
+/// The ReferenceGrant, in the platform's namespace, that lets the tenant's API route send its
+/// connections to the waker's Service there.
+pub fn api_route_grant(tenant: &str) -> String {
+    format!("tenant-api-{tenant}")
+}
+
+/// The label of the waker's pods, which each tenant's control-plane NetworkPolicy admits from
+/// the waker's namespace.
+pub const WAKER_POD_LABEL: (&str, &str) = ("app.kubernetes.io/component", "waker");
+
+/// The ALPN protocol name a TLS client offers (beside its real protocols) so that its
+/// connections do not count as activity: the operator's own checks, a monitoring probe. The API
+/// server ignores it and picks the real protocol.
+pub const QUIET_ALPN: &str = "kubespaces-not-activity";
+
 /// Wildcard host name of the tenant's apps.
 pub fn apps_host(tenant: &str, base_domain: &str) -> String {
     format!("*.{}", apps_domain(tenant, base_domain))
@@ -156,6 +198,28 @@ mod tests {
         );
         assert_eq!(tenant_of_namespace("kube-system"), None);
         assert_eq!(tenant_of_namespace(NAMESPACE_PREFIX), None);
+    }
+
+    #[test]
+    fn the_tenant_of_an_api_host_is_read_back_from_it_alone() {
+        let host = api_host("team-atlas", "example.com");
+        assert_eq!(
+            tenant_of_api_host(&host, "example.com").as_deref(),
+            Some("team-atlas")
+        );
+        assert_eq!(
+            tenant_of_api_host("TEAM-atlas.API.Example.com", "example.com").as_deref(),
+            Some("team-atlas")
+        );
+        for other in [
+            "team-atlas.apps.example.com",
+            "a.b.api.example.com",
+            ".api.example.com",
+            "team-atlas.api.example.com.evil",
+            "team-atlas.api.example.org",
+        ] {
+            assert_eq!(tenant_of_api_host(other, "example.com"), None, "{other}");
+        }
     }
 
     #[test]

@@ -14,6 +14,18 @@ pub enum ControlPlaneKind {
     None,
 }
 
+/// A Service in another namespace: `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// How long a tenant API may go without a connection before its control plane sleeps; None:
+/// never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AfterIdle(pub Option<Duration>);
+
 /// A Gateway listener a route attaches to: `namespace/name/sectionName`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParentRef {
@@ -103,6 +115,17 @@ pub struct ControlPlaneConfig {
     /// the roll for every tenant until it runs (or the change is undone).
     #[arg(long = "control-plane-restart-deadline", env = "KUBESPACES_CONTROL_PLANE_RESTART_DEADLINE", default_value = "10m", value_parser = crate::build::settings::parse_duration)]
     pub restart_deadline: Duration,
+    /// The waker's Service (`namespace/name`, port 443): every tenant API route sends its
+    /// connections there, so the waker notes each tenant's activity and wakes a sleeping tenant
+    /// on the first connection. The activity Leases are read in that namespace. Unset: routes go
+    /// straight to each control plane, and tenants sleep and wake only on request.
+    #[arg(long = "waker-service", env = "KUBESPACES_WAKER_SERVICE", value_parser = parse_service_ref)]
+    pub waker_service: Option<ServiceRef>,
+    /// How long a tenant API may go without a connection before its control plane sleeps, for
+    /// tenants whose `spec.sleep.afterIdle` is unset: a duration such as `1h`, or `never`.
+    /// Only with `--waker-service` (nothing else counts connections).
+    #[arg(long = "sleep-after-idle", env = "KUBESPACES_SLEEP_AFTER_IDLE", default_value = "never", value_parser = parse_after_idle)]
+    pub sleep_after_idle: AfterIdle,
 }
 
 /// How tenants' apps are exposed: a Gateway per tenant and a wildcard certificate.
@@ -139,6 +162,10 @@ pub struct VclusterSettings {
     pub apps: Option<AppsSettings>,
     /// How control planes restart when what they run changes.
     pub roll: RollPolicy,
+    /// The waker every tenant API route goes through; None: straight to the control plane.
+    pub waker: Option<ServiceRef>,
+    /// The platform's default for `spec.sleep.afterIdle`.
+    pub sleep_after_idle: AfterIdle,
 }
 
 #[cfg(test)]
@@ -164,6 +191,8 @@ impl VclusterSettings {
                 max_rolling: 2,
                 deadline: Duration::from_secs(600),
             },
+            waker: None,
+            sleep_after_idle: AfterIdle(None),
         }
     }
 }
@@ -194,6 +223,14 @@ impl ControlPlaneConfig {
             roll: RollPolicy {
                 max_rolling: usize::from(self.max_restarting),
                 deadline: self.restart_deadline,
+            },
+            waker: self.waker_service.clone(),
+            sleep_after_idle: match &self.waker_service {
+                Some(_) => self.sleep_after_idle,
+                None if self.sleep_after_idle.0.is_some() => {
+                    return Err("--sleep-after-idle needs --waker-service: only the waker sees the connections that keep a tenant awake (or set --sleep-after-idle=never)".into());
+                }
+                None => AfterIdle(None),
             },
         }))
     }
@@ -240,6 +277,31 @@ fn parse_parent_ref(s: &str) -> Result<ParentRef, String> {
     }
 }
 
+fn parse_service_ref(s: &str) -> Result<ServiceRef, String> {
+    match s.split('/').collect::<Vec<_>>()[..] {
+        [namespace, name] if !namespace.is_empty() && !name.is_empty() => Ok(ServiceRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        }),
+        _ => Err(format!(
+            "{s:?} is not a Service: give namespace/name, e.g. kubespaces-system/kubespaces-waker"
+        )),
+    }
+}
+
+/// `never`, or a duration (`30m`, `2h`) as `spec.sleep.afterIdle` takes it.
+pub fn parse_after_idle(s: &str) -> Result<AfterIdle, String> {
+    if s == "never" {
+        return Ok(AfterIdle(None));
+    }
+    match crate::build::settings::parse_duration(s) {
+        Ok(d) if !d.is_zero() => Ok(AfterIdle(Some(d))),
+        _ => Err(format!(
+            "{s:?} is not an idle period: give a duration such as 30m or 2h, or never"
+        )),
+    }
+}
+
 fn parse_lifetime(s: &str) -> Result<Duration, String> {
     let d = crate::build::settings::parse_duration(s)?;
     // The API server refuses token lifetimes under 10 minutes.
@@ -268,6 +330,23 @@ mod tests {
         assert_eq!(parse_lifetime("24h").unwrap(), Duration::from_secs(86400));
         assert!(parse_lifetime("1m").unwrap_err().contains("10m"));
         assert!(parse_lifetime("soon").is_err());
+        assert_eq!(parse_after_idle("never").unwrap(), AfterIdle(None));
+        assert_eq!(
+            parse_after_idle("1h30m").unwrap(),
+            AfterIdle(Some(Duration::from_secs(5400)))
+        );
+        assert!(parse_after_idle("0s").unwrap_err().contains("never"));
+        assert_eq!(
+            parse_service_ref("kubespaces-system/kubespaces-waker")
+                .unwrap()
+                .name,
+            "kubespaces-waker"
+        );
+        assert!(
+            parse_service_ref("kubespaces-waker")
+                .unwrap_err()
+                .contains("namespace/name")
+        );
     }
 
     #[test]
@@ -291,6 +370,8 @@ mod tests {
                 apps_port: 443,
                 max_restarting: 2,
                 restart_deadline: Duration::from_secs(600),
+                waker_service: None,
+                sleep_after_idle: AfterIdle(None),
             }
             .vcluster()
         };

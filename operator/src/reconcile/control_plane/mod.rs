@@ -8,8 +8,10 @@
 //! before anything is applied; [`ControlPlane::ensure`] applies that and observes the result.
 
 pub mod credential;
+mod quiet_client;
 pub mod roll;
 pub mod teardown;
+mod waker;
 
 use std::{
     collections::HashMap,
@@ -55,6 +57,9 @@ const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
 /// How soon a tenant whose control plane waits for its turn to restart looks again.
 const ROLL_REQUEUE: Duration = Duration::from_secs(5);
 
+/// When a tenant's rendered objects were last all applied, their inventory and fingerprint.
+type Applied = (Instant, Vec<String>, u64);
+
 /// How far the control plane is, as applying and observing it found.
 #[derive(Default)]
 pub struct Progress {
@@ -63,6 +68,9 @@ pub struct Progress {
     pub kubeconfig: Option<SecretReference>,
     pub status: Option<ControlPlaneStatus>,
     pub requeue: Option<Duration>,
+    /// The [`conditions::ASLEEP`] condition, while the tenant sleeps, wakes or has a sleep
+    /// request that cannot be read; it does not hold `Ready` back.
+    pub asleep: Option<Desired>,
 }
 
 pub struct ControlPlane {
@@ -80,8 +88,9 @@ pub struct ControlPlane {
     renderer: chart::Renderer,
     kinds: apply::Kinds,
     /// When each tenant's rendered objects were last all applied (drift correction of objects
-    /// without a watch happens at most this often).
-    applied: Mutex<HashMap<String, (Instant, Vec<String>)>>,
+    /// without a watch happens at most this often), their inventory and what they were
+    /// ([`fingerprint`]: a change such as a sleep's replica count is applied at once).
+    applied: Mutex<HashMap<String, Applied>>,
     /// When each tenant's route and apps objects were last all applied, and what was wanted
     /// of them then ([`fingerprint`]).
     exposed: Mutex<HashMap<String, (Instant, u64)>>,
@@ -178,10 +187,14 @@ impl ControlPlane {
             .apps
             .as_ref()
             .map(|a| apps::endpoint(&name, &self.base_domain, a));
+        let decision = desired.sleep.clone();
+        let asleep = decision.asleep.is_some();
+        let sleeping = observe::sleeping(&ns, observe::stopped(statefulset), &decision);
         // 1. The rendered chart, and the prune of what a new render dropped, unless it would
         // restart the control plane and it is not its turn; then the route and the apps objects.
         let inventory = previous.map(|p| p.objects.clone()).unwrap_or_default();
         let mut rendered = desired.chart;
+        let wanted = fingerprint(&rendered);
         let turn = match roll::template_hash(&rendered) {
             Some(hash) => {
                 let policy = self.settings.roll;
@@ -197,11 +210,14 @@ impl ControlPlane {
         };
         let objects = match turn {
             roll::Turn::Apply { .. } => {
-                self.apply_chart(client, &name, rendered, &inventory, complete)
+                self.apply_chart(client, &name, rendered, wanted, &inventory, complete)
                     .await?
             }
             roll::Turn::Wait { .. } | roll::Turn::Halted { .. } => inventory.clone(),
         };
+        if let (Some(waker), Some(grant)) = (&self.settings.waker, desired.waker_grant) {
+            self.ensure_waker_grant(client, waker, grant).await?;
+        }
         let exposure: Vec<DynamicObject> =
             std::iter::once(desired.route).chain(desired.apps).collect();
         let mut live = self.expose(client, &name, exposure).await?.into_iter();
@@ -221,8 +237,8 @@ impl ControlPlane {
             ..Progress::default()
         };
 
-        // 2. The workload, and the admin kubeconfig it writes once it runs.
-        let running = observe::running(statefulset);
+        // 2. The workload, and the admin kubeconfig it writes once it runs; asleep, neither.
+        let running = !asleep && observe::running(statefulset);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
         let admin = match running {
             true => secrets
@@ -233,7 +249,7 @@ impl ControlPlane {
         };
         // Not running: what its pod waits for (scheduling, a volume, an image, a crash), which
         // the StatefulSet's status does not say.
-        let pod = match running {
+        let pod = match running || asleep {
             false => {
                 Api::<Pod>::namespaced(client.clone(), &ns)
                     .get_opt(names::CONTROL_PLANE_POD)
@@ -245,7 +261,10 @@ impl ControlPlane {
         let chart = &self.settings.chart_version;
         let mut workload = observe::workload(&ns, running, admin.is_some(), chart, why);
         roll::explain(&mut workload, &turn, self.settings.roll);
-        progress.details.push(workload);
+        progress.details.push(match asleep {
+            true => sleeping[0].clone(),
+            false => workload,
+        });
 
         // 3. The route.
         let accepted = observe::route_accepted(route.as_ref(), &ns, &self.settings.api_gateway);
@@ -253,6 +272,7 @@ impl ControlPlane {
 
         // 4. The credential, and a request through the public route with it.
         let reachable = match (&admin, &accepted) {
+            _ if asleep => sleeping[1].clone(),
             (Some(admin), Ok(())) => {
                 self.ensure_credential(&secrets, &name, &endpoint, admin, &mut progress)
                     .await
@@ -271,8 +291,28 @@ impl ControlPlane {
             let apps = observe::apps(certificate.as_ref(), gateway.as_ref(), &ns, served);
             progress.details.extend(apps);
         }
-        if !progress.details.iter().all(|d| d.status) {
+        // 6. Sleep: asleep (or its pod still stopping), waking, or a request that cannot be read.
+        let [_, _, sleep] = sleeping;
+        progress.asleep = match asleep {
+            true => Some(sleep),
+            false => observe::waking(tenant.condition(conditions::ASLEEP), &progress.details),
+        };
+        if let Some(problem) = decision.problem {
+            let reason = "SleepRequestInvalid";
+            progress.asleep = Some(Desired::new(conditions::ASLEEP, asleep, reason, problem));
+        }
+        let settling = progress
+            .asleep
+            .as_ref()
+            .is_some_and(|a| a.reason == conditions::FALLING_ASLEEP);
+        if settling || !progress.details.iter().all(|d| d.status) {
             progress.requeue = Some(PROGRESS_REQUEUE);
+        }
+        // Awake with an idle period: look again when it would be over (the waker's Lease writes
+        // wake the reconcile sooner, and push it back).
+        if let Some(idle_in) = decision.idle_in {
+            let next = idle_in + Duration::from_secs(1);
+            progress.requeue = Some(progress.requeue.map_or(next, |d| d.min(next)));
         }
         if !matches!(turn, roll::Turn::Apply { .. }) {
             // No watch of ours says when another tenant's restart is over.
@@ -295,13 +335,17 @@ impl ControlPlane {
         client: &Client,
         name: &str,
         rendered: Vec<DynamicObject>,
+        // What was rendered, before the roll's stamp (which may say "now" while a roll is on).
+        wanted: u64,
         previous: &[String],
         complete: bool,
     ) -> Result<Vec<String>> {
         let plan = apply::plan(client, &self.kinds, name, rendered, previous).await?;
         let last = self.applied.lock().ok().and_then(|a| a.get(name).cloned());
         let stale = match &last {
-            Some((at, applied)) => *applied != plan.inventory || at.elapsed() >= self.reapply,
+            Some((at, applied, was)) => {
+                *applied != plan.inventory || *was != wanted || at.elapsed() >= self.reapply
+            }
             None => true,
         };
         if stale || !complete || previous != plan.inventory {
@@ -309,7 +353,10 @@ impl ControlPlane {
             apply::prune(client, &self.kinds, name, &plan).await?;
             apply::sweep(client, &self.kinds, name, &plan).await?;
             if let Ok(mut a) = self.applied.lock() {
-                a.insert(name.to_owned(), (Instant::now(), plan.inventory.clone()));
+                a.insert(
+                    name.to_owned(),
+                    (Instant::now(), plan.inventory.clone(), wanted),
+                );
             }
         }
         Ok(plan.inventory)

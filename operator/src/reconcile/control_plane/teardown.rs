@@ -17,7 +17,7 @@ use crate::{
 
 impl ControlPlane {
     /// Deletes the tenant's route, apps listener, vCluster, its claims and cluster-scoped
-    /// objects, step by step. Returns what still blocks the teardown (reason, message), if
+    /// objects, step by step, then what it has in the waker's namespace. Returns what still blocks the teardown (reason, message), if
     /// anything.
     pub async fn remove(
         &self,
@@ -56,6 +56,8 @@ impl ControlPlane {
                 )));
             }
         }
+        // The route is gone: no connection reaches the waker for this tenant any more.
+        self.remove_waker_objects(client, &name).await?;
         Ok(None)
     }
 

@@ -6,13 +6,14 @@
 //!
 //! - [`style`]: the stylesheet;
 //! - [`welcome`], [`list`], [`form`], [`tenant`]: the pages (the form is part of the list's);
-//! - [`checklist`], [`quota`], [`events`]: the parts of the tenant page.
+//! - [`checklist`], [`quota`], [`sleep`], [`events`]: the parts of the tenant page.
 
 pub mod checklist;
 pub mod events;
 pub mod form;
 pub mod list;
 pub mod quota;
+pub mod sleep;
 pub mod style;
 pub mod tenant;
 pub mod welcome;

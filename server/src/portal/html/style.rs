@@ -21,7 +21,8 @@ a:focus,button:focus,input:focus,.scroll:focus{outline:3px solid #f90;outline-of
 .error{color:#a00;font-weight:600}.muted{color:#444}\
 .badge{display:inline-block;padding:0 .5rem;border-radius:.6rem;font-weight:700;border:1px solid currentColor}\
 .phase-Ready{background:#d7f5df;color:#05421a}.phase-Pending{background:#eee;color:#333}\
-.phase-Provisioning{background:#dde9ff;color:#0a3a80}.phase-Failed{background:#fde2e1;color:#8a0b05}\
+.phase-Provisioning,.phase-Waking{background:#dde9ff;color:#0a3a80}.phase-Failed{background:#fde2e1;color:#8a0b05}\
+.phase-Asleep{background:#e4e7ef;color:#283041}\
 .phase-Deleting,.phase-Deleted{background:#fff1cc;color:#5c3f00}\
 #phase{font-size:1.3rem}\
 .checklist{list-style:none;padding:0;margin:0}.checklist li{padding:.4rem .6rem;border-left:.4rem solid #bbb;margin:.3rem 0;background:#f7f7f7}\

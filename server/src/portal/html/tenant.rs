@@ -1,9 +1,13 @@
 //! A tenant's page: its phase as a badge, its progress as a live checklist, how to use it (URLs
-//! and commands with copy buttons, the kubeconfig download), its quota, its control plane, its
-//! recent Events, and its deletion (typed confirmation, then the teardown, live). One script
-//! follows the live stream and copies the server's view of the tenant into the page.
+//! and commands with copy buttons, the kubeconfig download), its sleep (*Sleep* or *Wake*), its
+//! quota, its control plane, its recent Events, and its deletion (typed confirmation, then the
+//! teardown, live). One script follows the live stream and copies the server's view of the
+//! tenant into the page.
 
-use super::{badge, checklist::progress, esc, events::events, form::described, hidden, quota};
+use super::{
+    badge, checklist::progress, esc, events::events, form::described, hidden, quota,
+    sleep::sleep_section,
+};
 use crate::{tenant_events::RecentEvent, tenant_view::TenantView};
 
 /// Follows the tenant's live stream and copies each view into the page (text only: conditions,
@@ -21,6 +25,8 @@ $('checklist').replaceChildren(...v.checks.map(c=>{const li=mk('li',c.state);li.
 if(c.state==='blocking')li.setAttribute('aria-current','step');\
 li.append(mk('span','state',word(c.state)),mk('strong','label',c.label),mk('span','reason',c.reason),mk('span','message',c.message));return li;}));\
 hide('checklist-empty',v.checks.length>0);hide('teardown',!v.teardown);hide('delete',!!v.teardown);\
+hide('sleep',!!v.teardown);hide('sleep-form',v.sleepAction!=='sleep');hide('wake-form',v.sleepAction!=='wake');\
+$('sleep-message').textContent=v.sleepMessage;hide('sleep-message',!v.sleepMessage);\
 if(v.teardown){$('teardown-reason').textContent=v.teardown.reason;$('teardown-message').textContent=v.teardown.message;}\
 for(const k of ['api','apps']){$(k).textContent=v[k];hide(k+'-row',!v[k]);}hide('endpoints-pending',!!v.api);\
 $('quota-rows').replaceChildren(...v.quota.map(b=>{const tr=mk('tr');tr.dataset.key=b.key;tr.dataset.used=b.used;tr.dataset.hard=b.hard;\
@@ -40,7 +46,7 @@ const es=new EventSource('/portal/events?name='+encodeURIComponent(name));\
 es.addEventListener('applied',e=>{const d=JSON.parse(e.data);const t=$('tenant');const changed=t.dataset.version!==d.view.version;\
 show(d.view,d.waiting);t.dataset.version=d.view.version;if(changed)events();});\
 es.addEventListener('deleted',()=>{const p=$('phase');p.textContent='Deleted';p.className='badge phase-Deleted';\
-$('waiting').textContent='';hide('teardown',false);hide('delete',true);$('teardown-reason').textContent='Gone';\
+$('waiting').textContent='';hide('teardown',false);hide('delete',true);hide('sleep',true);$('teardown-reason').textContent='Gone';\
 $('teardown-message').textContent='the tenant and everything in it are deleted';});\
 es.addEventListener('expired',e=>{es.close();$('waiting').textContent=e.data;});\
 document.querySelectorAll('button[data-copy]').forEach(b=>b.addEventListener('click',()=>{const text=$(b.dataset.copy).textContent;\
@@ -117,7 +123,7 @@ pub fn tenant_body(
 <p>Merge its kubeconfig into yours with the CLI (once logged in: <code>{}</code>), then use its context:</p>{}{}\
 <p><a class=\"button\" id=\"kubeconfig\" href=\"/tenants/{n}/kubeconfig\" download=\"{n}.kubeconfig\">Download kubeconfig</a></p>\
 <p id=\"copy-status\" class=\"muted\" role=\"status\"></p></section>\
-{}{}{}{}<p><a href=\"/\">All tenants</a></p><script>{TENANT_SCRIPT}</script></div>",
+{}{}{}{}{}<p><a href=\"/\">All tenants</a></p><script>{TENANT_SCRIPT}</script></div>",
         esc(&view.version),
         badge(&view.phase, Some("phase")),
         esc(&view.owner),
@@ -133,6 +139,7 @@ pub fn tenant_body(
         esc(login),
         copyable("cmd-merge", "the kubeconfig command", &merge, None),
         copyable("cmd-kubectl", "the kubectl command", &kubectl, None),
+        sleep_section(view, csrf),
         quota::quota(view),
         quota::control_plane(view),
         events(events_list),
@@ -191,6 +198,31 @@ mod tests {
                 .contains("aria-describedby=\"confirm-hint confirm-error\" aria-invalid=\"true\""),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn every_element_the_script_names_is_on_the_page() {
+        let html = tenant_body(&view("team-atlas"), "", &Ok(vec![]), "tok", "", None);
+        let named: Vec<&str> = ["$('", "hide('"]
+            .iter()
+            .flat_map(|call| TENANT_SCRIPT.split(call).skip(1))
+            .filter_map(|rest| rest.split_once('\'').map(|(id, _)| id))
+            .collect();
+        for id in [
+            "sleep",
+            "sleep-form",
+            "wake-form",
+            "sleep-message",
+            "delete",
+        ] {
+            assert!(named.contains(&id), "the script follows #{id}");
+        }
+        for id in named {
+            assert!(
+                html.contains(&format!(" id=\"{id}\"")),
+                "#{id} is not on the page"
+            );
+        }
     }
 
     #[test]

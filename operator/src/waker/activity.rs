@@ -1,0 +1,138 @@
+//! The tenant APIs' activity, as connections pass: noted in memory at once, written to each
+//! tenant's activity Lease ([`names::activity_lease`]) at most once per debounce period, and at
+//! once when a connection finds its tenant asleep (the write is what wakes it: the operator
+//! watches these Leases).
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::{
+    api::coordination::v1::{Lease, LeaseSpec},
+    apimachinery::pkg::apis::meta::v1::MicroTime,
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{ObjectMeta, Patch, PatchParams},
+};
+use tracing::warn;
+
+use crate::names;
+
+/// The field manager of the waker's Lease writes (every replica writes as the same manager, so
+/// they never conflict; the latest renew time wins).
+pub const FIELD_MANAGER: &str = "kubespaces-waker";
+/// The `app.kubernetes.io/managed-by` value of activity Leases, which the operator watches.
+pub const MANAGED_BY: &str = "kubespaces-waker";
+
+pub struct Activity {
+    leases: Api<Lease>,
+    identity: String,
+    debounce: Duration,
+    /// Per tenant: the last activity seen, and when its Lease was last written.
+    seen: Mutex<HashMap<String, Seen>>,
+}
+
+#[derive(Clone, Copy)]
+struct Seen {
+    at: Timestamp,
+    written: Option<Instant>,
+    pending: bool,
+}
+
+impl Activity {
+    pub fn new(leases: Api<Lease>, identity: String, debounce: Duration) -> Self {
+        Self {
+            leases,
+            identity,
+            debounce,
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Notes activity on `tenant`'s API now; written by [`Activity::flush`].
+    pub fn touch(&self, tenant: &str) {
+        if let Ok(mut seen) = self.seen.lock() {
+            let entry = seen.entry(tenant.to_owned()).or_insert(Seen {
+                at: Timestamp::now(),
+                written: None,
+                pending: true,
+            });
+            entry.at = Timestamp::now();
+            entry.pending = true;
+        }
+    }
+
+    /// Writes `tenant`'s activity now (a connection waits for it to wake).
+    pub async fn wake(&self, tenant: &str) -> Result<(), kube::Error> {
+        self.touch(tenant);
+        self.write(tenant, Timestamp::now()).await
+    }
+
+    /// Writes the activity noted since the last write of each tenant whose last write is at
+    /// least a debounce period old, or of every tenant (`all`: before the process ends).
+    pub async fn flush(&self, all: bool) {
+        let due: Vec<(String, Timestamp)> = match self.seen.lock() {
+            Ok(seen) => seen
+                .iter()
+                .filter(|(_, s)| s.pending)
+                .filter(|(_, s)| all || s.written.is_none_or(|w| w.elapsed() >= self.debounce))
+                .map(|(t, s)| (t.clone(), s.at))
+                .collect(),
+            Err(_) => return,
+        };
+        for (tenant, at) in due {
+            if let Err(error) = self.write(&tenant, at).await {
+                warn!(%tenant, %error, "could not record the tenant API's activity");
+            }
+        }
+    }
+
+    async fn write(&self, tenant: &str, at: Timestamp) -> Result<(), kube::Error> {
+        let name = names::activity_lease(tenant);
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(
+                    [
+                        (names::TENANT_LABEL.to_owned(), tenant.to_owned()),
+                        (names::MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+                    ]
+                    .into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.identity.clone()),
+                renew_time: Some(MicroTime(at)),
+                ..LeaseSpec::default()
+            }),
+        };
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        self.leases
+            .patch(&name, &params, &Patch::Apply(&lease))
+            .await?;
+        if let Ok(mut seen) = self.seen.lock()
+            && let Some(s) = seen.get_mut(tenant)
+        {
+            s.written = Some(Instant::now());
+            // Activity noted while the write was under way stays pending.
+            s.pending = s.at > at;
+        }
+        Ok(())
+    }
+
+    /// Forgets tenants with no activity for a long while, so memory follows the live tenants.
+    pub fn forget_older_than(&self, age: Duration) {
+        let Ok(span) = k8s_openapi::jiff::SignedDuration::try_from(age) else {
+            return;
+        };
+        let cutoff = Timestamp::now() - span;
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.retain(|_, s| s.pending || s.at > cutoff);
+        }
+    }
+}
