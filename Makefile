@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 H := acceptance/harness
 
-.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server bench-upgrade bench-portal conformance tools
+.PHONY: help up down test dist bench bench-provider bench-node bench-chart bench-control-plane bench-apps bench-server bench-upgrade bench-portal bench-sleep conformance tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ bench-upgrade: ## helm upgrade from the previous release with 5 live tenants (fa
 
 bench-portal: ## the portal in Chromium: Create tenant -> first checklist, and status write -> page vs kubectl get tenant -w (p50/p99, 10 tenants; TENANTS=n)
 	@$(H)/run-portal-bench.sh $(or $(TENANTS),10)
+
+bench-sleep: ## idle tenants: first kubectl after a sleep vs create-until-Ready, control planes' memory asleep vs awake, kubectl through the waker vs without (TENANTS=n WAKES=n)
+	@$(H)/run-sleep-bench.sh $(or $(TENANTS),5) $(or $(WAKES),10)
 
 conformance: ## the upstream conformance suite against a tenant and against the host cluster: passed/failed/skipped and wall time per side, JUnit reports (CONFORMANCE_FOCUS=regexp)
 	@$(H)/run-conformance.sh

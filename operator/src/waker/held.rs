@@ -9,11 +9,7 @@
 //! it does not hold), so a kubeconfig that authenticates with one is anonymous on a connection
 //! that waited for a wake; the kubeconfig KubeSpaces hands out authenticates with a token.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
@@ -28,8 +24,8 @@ use crate::names;
 /// The keys of the control plane's certificates Secret the waker reads.
 const SERVER_CA_CERT: &str = "server-ca.crt";
 const SERVER_CA_KEY: &str = "server-ca.key";
-/// How long a minted certificate is used, and how long it is valid (longer: clocks differ).
-const REUSE_FOR: Duration = Duration::from_secs(3600);
+/// How long a minted certificate is valid (a held connection lasts minutes at most; the margin
+/// is for clocks that differ).
 const VALID_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// The application protocols the tenant API server speaks, in the waker's preference.
@@ -65,14 +61,11 @@ pub struct TenantTls {
     pub host: ServerName<'static>,
 }
 
-/// When a tenant's TLS settings were made, and they.
-type Minted = (Instant, Arc<ServerConfig>, Arc<ClientConfig>);
-
-/// Minted certificates by tenant, reused for a while (a wake mints at most one an hour).
+/// The TLS of held connections. Each reads the tenant's server CA afresh and mints its own
+/// certificate: held connections are few (one per wake, and what arrives during it), and a
+/// tenant made again under the same name has another CA.
 #[derive(Default)]
-pub struct Certificates {
-    minted: Mutex<HashMap<String, Minted>>,
-}
+pub struct Certificates;
 
 /// The protocol to agree with the client: its first choice among those the API server speaks;
 /// None when it offered none (then none is agreed with the control plane either).
@@ -96,28 +89,8 @@ impl Certificates {
             host: host.to_owned(),
             message: e.to_string(),
         })?;
-        let cached = self.minted.lock().ok().and_then(|m| {
-            m.get(tenant)
-                .filter(|(at, ..)| at.elapsed() < REUSE_FOR)
-                .map(|(_, s, c)| (s.clone(), c.clone()))
-        });
-        let (server, client_config) = match cached {
-            Some(pair) => pair,
-            None => {
-                let (ca_pem, key_pem) = read_server_ca(client, tenant).await?;
-                let pair = configs(host, &ca_pem, &key_pem)?;
-                if let Ok(mut m) = self.minted.lock() {
-                    m.insert(
-                        tenant.to_owned(),
-                        (Instant::now(), pair.0.clone(), pair.1.clone()),
-                    );
-                }
-                pair
-            }
-        };
-        // The protocol agreed differs per connection: each gets its own copy of the settings.
-        let mut server = (*server).clone();
-        let mut client_config = (*client_config).clone();
+        let (ca_pem, key_pem) = read_server_ca(client, tenant).await?;
+        let (mut server, mut client_config) = configs(host, &ca_pem, &key_pem)?;
         server.alpn_protocols = alpn.iter().cloned().collect();
         client_config.alpn_protocols = alpn.into_iter().collect();
         Ok(TenantTls {
@@ -161,7 +134,7 @@ fn configs(
     host: &str,
     ca_pem: &str,
     key_pem: &str,
-) -> Result<(Arc<ServerConfig>, Arc<ClientConfig>), HeldError> {
+) -> Result<(ServerConfig, ClientConfig), HeldError> {
     let mint = |e: &dyn std::fmt::Display| HeldError::Mint(e.to_string(), host.to_owned());
     let tls = |e: &dyn std::fmt::Display| HeldError::Tls {
         host: host.to_owned(),
@@ -194,7 +167,7 @@ fn configs(
         .map_err(|e| tls(&e))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    Ok((Arc::new(server), Arc::new(client)))
+    Ok((server, client))
 }
 
 /// The CA's RSA key: kubeadm writes PKCS#1, which ring (rcgen's signer here) reads only wrapped
@@ -250,9 +223,9 @@ mod tests {
             .expect("TLS settings");
         // A handshake between the two, in memory: the minted certificate verifies for the host
         // against the CA (what kubectl with the tenant kubeconfig checks).
-        let mut s = rustls::ServerConnection::new(server).unwrap();
+        let mut s = rustls::ServerConnection::new(Arc::new(server)).unwrap();
         let name = ServerName::try_from("team-atlas.api.example.com").unwrap();
-        let mut c = rustls::ClientConnection::new(client, name).unwrap();
+        let mut c = rustls::ClientConnection::new(Arc::new(client), name).unwrap();
         for _ in 0..10 {
             let mut buf = vec![];
             while c.wants_write() {
