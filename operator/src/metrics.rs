@@ -25,6 +25,11 @@ pub struct PhaseLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CauseLabels {
+    pub cause: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub verb: String,
 }
@@ -36,6 +41,8 @@ pub struct Metrics {
     pub reconcile_duration: Histogram,
     pub tenants: Family<PhaseLabels, Gauge>,
     pub time_to_ready: Histogram,
+    pub wakes: Family<CauseLabels, Counter>,
+    pub wake_duration: Histogram,
     pub api_requests: Family<RequestLabels, Counter>,
     pub leader: Gauge,
     pub api_requests_unlisted: Counter,
@@ -54,6 +61,8 @@ impl Default for Metrics {
         let time_to_ready =
             Histogram::new([1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0]);
         let api_requests = Family::<RequestLabels, Counter>::default();
+        let wakes = Family::<CauseLabels, Counter>::default();
+        let wake_duration = Histogram::new([2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 120.0]);
         let leader = Gauge::default();
         let api_requests_unlisted = Counter::default();
         registry.register("reconcile", "Tenant reconciles run", reconciles.clone());
@@ -76,6 +85,17 @@ impl Default for Metrics {
             "tenant_time_to_ready_seconds",
             "Time from a Tenant's creation until this operator first saw it Ready",
             time_to_ready.clone(),
+        );
+        registry.register(
+            "wakes",
+            "Sleeping tenants woken, by cause (connection: to the tenant API; request: a wake \
+             request)",
+            wakes.clone(),
+        );
+        registry.register(
+            "wake_duration_seconds",
+            "Time from a sleeping tenant's wake until it was Ready again",
+            wake_duration.clone(),
         );
         registry.register(
             "kube_api_requests",
@@ -113,6 +133,8 @@ impl Default for Metrics {
             reconcile_duration,
             tenants,
             time_to_ready,
+            wakes,
+            wake_duration,
             api_requests,
             leader,
             api_requests_unlisted,
@@ -152,6 +174,18 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    pub fn count_wake(&self, cause: &str) {
+        self.wakes
+            .get_or_create(&CauseLabels {
+                cause: cause.into(),
+            })
+            .inc();
+    }
+
+    pub fn observe_wake(&self, elapsed: Duration) {
+        self.wake_duration.observe(elapsed.as_secs_f64());
     }
 
     pub fn observe_time_to_ready(&self, elapsed: Duration) {

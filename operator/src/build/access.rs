@@ -441,9 +441,9 @@ pub const WAKER_NAMESPACE: &[Access] = &[
     access(
         "coordination.k8s.io",
         "leases",
-        &["get", "list", "watch", "delete"],
+        &["get", "list", "watch", "create", "delete"],
         "controller: watch the waker's activity Leases (a tenant's last connection); \
-         control_plane::waker: delete a deleted tenant's Lease (get, delete)",
+         control_plane::waker: make a tenant's Lease (get, create), delete it at the teardown",
     ),
     access(
         "gateway.networking.k8s.io",
@@ -461,8 +461,9 @@ pub const WAKER_ROLE: &str = "kubespaces:waker";
 pub const WAKER: &[Access] = &[access(
     "coordination.k8s.io",
     "leases",
-    &["create", "patch"],
-    "waker::activity: write a tenant's activity Lease (server-side apply, which creates it)",
+    &["patch"],
+    "waker::activity: renew a tenant's activity Lease (a merge patch, which never creates it: \
+     the operator does)",
 )];
 
 /// The ClusterRole of the waker, for [`WAKER_CERTIFICATES`].

@@ -77,6 +77,9 @@ pub struct Decision {
     pub last_active: Option<Timestamp>,
     /// How long until it falls asleep for idleness, while awake.
     pub idle_in: Option<Duration>,
+    /// What the last activity was, while awake: `connection` or `request` (a wake request), or
+    /// `creation` (the metric of wakes by cause).
+    pub woken_by: Option<&'static str>,
     /// A request that cannot be read, for the owner.
     pub problem: Option<String>,
 }
@@ -87,6 +90,7 @@ impl Decision {
             asleep: None,
             last_active: None,
             idle_in: None,
+            woken_by: None,
             problem: None,
         }
     }
@@ -109,10 +113,16 @@ pub fn decide(
             ..Decision::awake()
         };
     }
-    let last_active = [created, connection, requests.wake]
+    let sources = [
+        ("creation", created),
+        ("connection", connection),
+        ("request", requests.wake),
+    ];
+    let (woken_by, last_active) = sources
         .into_iter()
-        .flatten()
-        .max();
+        .filter_map(|(source, at)| at.map(|at| (source, at)))
+        .max_by_key(|(_, at)| *at)
+        .map_or((None, None), |(source, at)| (Some(source), Some(at)));
     let requested = match (requests.sleep, last_active) {
         (Some(sleep), Some(active)) => sleep > active,
         (Some(_), None) => true,
@@ -129,6 +139,7 @@ pub fn decide(
         None => (None, None),
     };
     Decision {
+        woken_by: woken_by.filter(|_| asleep.is_none()),
         asleep,
         last_active,
         idle_in,
@@ -180,6 +191,9 @@ mod tests {
         // A wake request or a connection after it wakes the tenant; one before does not.
         let wake = (WAKE_REQUESTED_ANNOTATION, "2026-12-07T10:00:01Z");
         assert_eq!(decide_with(&[sleep, wake], None).asleep, None);
+        assert_eq!(decide_with(&[sleep, wake], None).woken_by, Some("request"));
+        let connected = decide_with(&[sleep], Some("2026-12-07T10:30:00Z"));
+        assert_eq!(connected.woken_by, Some("connection"));
         assert_eq!(
             decide_with(&[sleep], Some("2026-12-07T10:30:00Z")).asleep,
             None

@@ -346,6 +346,9 @@ async fn provision(
 /// Writes the status the pass found (when it changed) and says when to look again.
 async fn record(api: &Api<Tenant>, tenant: &Tenant, pass: &Pass, ctx: &Context) -> Result<Action> {
     let new_status = status::from_pass(tenant, pass);
+    if let Some(cause) = pass.control_plane.as_ref().and_then(|c| c.woke) {
+        ctx.metrics.count_wake(cause);
+    }
     let control_plane_next = pass.control_plane.as_ref().and_then(|c| c.requeue);
     let ready = [conditions::Phase::Ready, conditions::Phase::Asleep]
         .iter()

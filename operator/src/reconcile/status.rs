@@ -213,13 +213,24 @@ pub async fn write(
         new.clone(),
     );
 
+    // Ready again after a wake: since the wake began (the Asleep condition left True); a first
+    // Ready (or one after a failure): since the creation.
+    let waking = old_phase.as_deref() == Some(Phase::Waking.as_str());
+    let since = match waking {
+        true => tenant
+            .condition(conditions::ASLEEP)
+            .map(|c| c.last_transition_time.0),
+        false => tenant.creation_timestamp().map(|t| t.0),
+    };
     if now_ready
         && !was_ready
-        && let Some(created) = tenant.creation_timestamp()
-        && let Ok(elapsed) =
-            std::time::Duration::try_from(Timestamp::now().duration_since(created.0))
+        && let Some(since) = since
+        && let Ok(elapsed) = std::time::Duration::try_from(Timestamp::now().duration_since(since))
     {
-        ctx.metrics.observe_time_to_ready(elapsed);
+        match waking {
+            true => ctx.metrics.observe_wake(elapsed),
+            false => ctx.metrics.observe_time_to_ready(elapsed),
+        }
     }
     if old_phase != new_phase {
         tracing::info!(tenant = %name, from = ?old_phase, to = ?new_phase, "phase changed");

@@ -1,7 +1,7 @@
 //! The tenant APIs' activity, as connections pass: noted in memory at once, written to each
-//! tenant's activity Lease ([`names::activity_lease`]) at most once per debounce period, and at
-//! once when a connection finds its tenant asleep (the write is what wakes it: the operator
-//! watches these Leases).
+//! tenant's activity Lease ([`names::activity_lease`], made by the operator; the waker only
+//! renews it) at most once per debounce period, and at once when a connection finds its tenant
+//! asleep (the write is what wakes it: the operator watches these Leases).
 
 use std::{
     collections::HashMap,
@@ -9,21 +9,18 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::{
-    api::coordination::v1::{Lease, LeaseSpec},
-    apimachinery::pkg::apis::meta::v1::MicroTime,
-    jiff::Timestamp,
-};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::MicroTime, jiff::Timestamp};
 use kube::{
     Api,
-    api::{ObjectMeta, Patch, PatchParams},
+    api::{Patch, PatchParams},
 };
+use serde_json::json;
 use tracing::warn;
 
 use crate::names;
 
-/// The field manager of the waker's Lease writes (every replica writes as the same manager, so
-/// they never conflict; the latest renew time wins).
+/// The field manager of the waker's Lease writes.
 pub const FIELD_MANAGER: &str = "kubespaces-waker";
 /// The `app.kubernetes.io/managed-by` value of activity Leases, which the operator watches.
 pub const MANAGED_BY: &str = "kubespaces-waker";
@@ -85,35 +82,33 @@ impl Activity {
             Err(_) => return,
         };
         for (tenant, at) in due {
-            if let Err(error) = self.write(&tenant, at).await {
-                warn!(%tenant, %error, "could not record the tenant API's activity");
+            match self.write(&tenant, at).await {
+                Ok(()) => {}
+                // No Lease: the tenant is gone (or not made yet); nothing is kept for it.
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    if let Ok(mut seen) = self.seen.lock() {
+                        seen.remove(&tenant);
+                    }
+                }
+                Err(error) => warn!(%tenant, %error, "could not record the tenant API's activity"),
             }
         }
     }
 
     async fn write(&self, tenant: &str, at: Timestamp) -> Result<(), kube::Error> {
         let name = names::activity_lease(tenant);
-        let lease = Lease {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                labels: Some(
-                    [
-                        (names::TENANT_LABEL.to_owned(), tenant.to_owned()),
-                        (names::MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
-                    ]
-                    .into(),
-                ),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(self.identity.clone()),
-                renew_time: Some(MicroTime(at)),
-                ..LeaseSpec::default()
-            }),
+        // A merge patch, which never creates: a Lease the teardown deleted stays gone. Every
+        // replica writes it; the latest renew time wins.
+        let renew = json!({"spec": {
+            "holderIdentity": self.identity,
+            "renewTime": MicroTime(at),
+        }});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
         };
-        let params = PatchParams::apply(FIELD_MANAGER).force();
         self.leases
-            .patch(&name, &params, &Patch::Apply(&lease))
+            .patch(&name, &params, &Patch::Merge(&renew))
             .await?;
         if let Ok(mut seen) = self.seen.lock()
             && let Some(s) = seen.get_mut(tenant)

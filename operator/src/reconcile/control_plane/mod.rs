@@ -71,6 +71,8 @@ pub struct Progress {
     /// The [`conditions::ASLEEP`] condition, while the tenant sleeps, wakes or has a sleep
     /// request that cannot be read; it does not hold `Ready` back.
     pub asleep: Option<Desired>,
+    /// What woke a tenant that slept until this pass (`connection` or `request`), once.
+    pub woke: Option<&'static str>,
 }
 
 pub struct ControlPlane {
@@ -216,7 +218,8 @@ impl ControlPlane {
             roll::Turn::Wait { .. } | roll::Turn::Halted { .. } => inventory.clone(),
         };
         if let (Some(waker), Some(grant)) = (&self.settings.waker, desired.waker_grant) {
-            self.ensure_waker_grant(client, waker, grant).await?;
+            self.ensure_waker_objects(client, &name, waker, grant)
+                .await?;
         }
         let exposure: Vec<DynamicObject> =
             std::iter::once(desired.route).chain(desired.apps).collect();
@@ -293,10 +296,16 @@ impl ControlPlane {
         }
         // 6. Sleep: asleep (or its pod still stopping), waking, or a request that cannot be read.
         let [_, _, sleep] = sleeping;
+        let slept = tenant
+            .condition(conditions::ASLEEP)
+            .is_some_and(|c| c.status == "True");
         progress.asleep = match asleep {
             true => Some(sleep),
             false => observe::waking(tenant.condition(conditions::ASLEEP), &progress.details),
         };
+        if !asleep && slept {
+            progress.woke = decision.woken_by;
+        }
         if let Some(problem) = decision.problem {
             let reason = "SleepRequestInvalid";
             progress.asleep = Some(Desired::new(conditions::ASLEEP, asleep, reason, problem));
