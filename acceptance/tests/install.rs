@@ -6,7 +6,8 @@
 //! tears it down.
 //!
 //! Besides what the page shows, while KubeSpaces is uninstalled: nothing of the release is left but
-//! what it keeps on purpose (each object annotated `helm.sh/resource-policy: keep`), the tenant's
+//! what it keeps on purpose (each object annotated `helm.sh/resource-policy: keep`, and the pods
+//! and ReplicaSet of the kept waker), the tenant's
 //! owner keeps the access the kept ClusterRole gives, and a kept guard still refuses what it
 //! refuses with the operator running (a RoleBinding that grants the tenant namespace to everyone).
 //!
@@ -22,7 +23,6 @@ use kubespaces_acceptance::{
     pods,
     release::{NAMESPACE, RELEASE, chart_version, helm},
     tenant_cluster::platform_var,
-    wait_for,
 };
 
 const PAGE: &str = "docs/install.md";
@@ -32,7 +32,8 @@ const TENANT: &str = "team-lyra";
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(330);
 
 /// Every object of any listable kind labelled as the release's: "kind/name" and whether Helm was
-/// told to keep it.
+/// told to keep it, or it belongs to one that is (the kept waker's ReplicaSet and pods: the
+/// garbage collector keeps what a live owner controls).
 fn release_objects(env: &Env) -> Vec<(String, bool)> {
     let kinds = env.kubectl_ok(&["api-resources", "--verbs=list", "-o", "name"], None);
     let kinds: Vec<&str> = kinds.lines().filter(|k| !k.is_empty()).collect();
@@ -42,10 +43,60 @@ fn release_objects(env: &Env) -> Vec<(String, bool)> {
         None,
     );
     let list: serde_json::Value = serde_json::from_str(&list).expect("kubectl's JSON");
-    list["items"]
+    let items = list["items"]
         .as_array()
         .map(Vec::as_slice)
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let uid = |o: &serde_json::Value| o["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+    let kept_policy =
+        |o: &&serde_json::Value| o["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep";
+    // A kept Service's Endpoints, which the endpoints controller labels like it, owner or not.
+    let kept_services: Vec<(&str, &str)> = items
+        .iter()
+        .filter(kept_policy)
+        .filter(|o| o["kind"] == "Service")
+        .map(|o| {
+            let m = &o["metadata"];
+            (
+                m["namespace"].as_str().unwrap_or_default(),
+                m["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let mut kept: std::collections::HashSet<String> = items
+        .iter()
+        .filter(|o| {
+            let m = &o["metadata"];
+            let endpoints_of_kept = o["kind"] == "Endpoints"
+                && kept_services.contains(&(
+                    m["namespace"].as_str().unwrap_or_default(),
+                    m["name"].as_str().unwrap_or_default(),
+                ));
+            kept_policy(o) || endpoints_of_kept
+        })
+        .map(uid)
+        .collect();
+    // Owners before what they own, however deep (Deployment, ReplicaSet, Pod).
+    loop {
+        let owned_by_kept: Vec<String> = items
+            .iter()
+            .filter(|o| !kept.contains(&uid(o)))
+            .filter(|o| {
+                o["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| r["uid"].as_str().is_some_and(|u| kept.contains(u)))
+                    })
+            })
+            .map(uid)
+            .collect();
+        if owned_by_kept.is_empty() {
+            break;
+        }
+        kept.extend(owned_by_kept);
+    }
+    items
         .iter()
         .map(|o| {
             let name = format!(
@@ -53,8 +104,7 @@ fn release_objects(env: &Env) -> Vec<(String, bool)> {
                 o["kind"].as_str().unwrap_or_default(),
                 o["metadata"]["name"].as_str().unwrap_or_default()
             );
-            let kept = o["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep";
-            (name, kept)
+            (name, kept.contains(&uid(o)))
         })
         .collect()
 }
@@ -62,12 +112,20 @@ fn release_objects(env: &Env) -> Vec<(String, bool)> {
 /// What the page's uninstall must leave, and do while no operator runs.
 async fn check_uninstalled(env: &Env) {
     // The Deployments' pods and ReplicaSets go shortly after them (garbage collection).
-    let left = wait_for(
+    let left = pods::retry_until(
         "only the kept objects of the release to be left",
         Duration::from_secs(90),
-        || async {
+        || {
             let objects = release_objects(env);
-            objects.iter().all(|(_, kept)| *kept).then_some(objects)
+            let not_kept: Vec<&str> = objects
+                .iter()
+                .filter(|(_, kept)| !*kept)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            match not_kept.is_empty() {
+                true => Ok(objects),
+                false => Err(format!("left but not kept: {not_kept:?}")),
+            }
         },
     )
     .await;
@@ -77,6 +135,9 @@ async fn check_uninstalled(env: &Env) {
         "MutatingAdmissionPolicy/kubespaces-tenant-finalizer",
         "ValidatingAdmissionPolicy/kubespaces-tenant-role-bindings",
         "ValidatingAdmissionPolicyBinding/kubespaces-tenant-role-bindings",
+        // Every tenant API route goes through it.
+        "Deployment/kubespaces-waker",
+        "Service/kubespaces-waker",
     ] {
         assert!(names.contains(&kept), "{kept} was not kept: {names:?}");
     }

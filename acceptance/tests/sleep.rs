@@ -227,9 +227,29 @@ async fn an_idle_tenant_sleeps_and_the_first_kubectl_wakes_it_with_everything_ke
     };
     assert_eq!(answers().await, answer);
 
-    // Idle for its period (the operator keeps checking the tenant's API meanwhile, quietly):
-    // asleep by itself, and still Ready.
-    let asleep = phase(&tenants, NAME, Phase::Asleep, ASLEEP_WITHIN).await;
+    // Idle for its period: asleep by itself, and still Ready. Meanwhile the operator is asked to
+    // look again every 2 s, and each time checks the tenant's API through its public route,
+    // which must not count as activity.
+    let mut polls = 0u32;
+    let asleep = wait_for("the idle tenant to fall asleep", ASLEEP_WITHIN, || {
+        polls += 1;
+        let poke = polls % 8 == 1;
+        let env = &env;
+        let tenants = &tenants;
+        async move {
+            if poke {
+                let token = format!("reconcile.fluxcd.io/requestedAt={}", Timestamp::now());
+                env.kubectl_ok(&["annotate", "tenant", NAME, "--overwrite", &token], None);
+            }
+            let t = tenants.get_opt(NAME).await.ok().flatten()?;
+            (t.phase() == Some(Phase::Asleep.as_str())).then_some(t)
+        }
+    })
+    .await;
+    assert!(
+        polls > 8 * 5,
+        "the operator was asked to look again at least 5 times"
+    );
     let c = asleep.condition(conditions::ASLEEP).expect("Asleep");
     assert_eq!(
         (c.status.as_str(), c.reason.as_str()),
