@@ -115,7 +115,8 @@ async fn held(
         .certificates
         .for_tenant(&waker.client, tenant, &host, alpn)
         .await?;
-    // Wake first: the handshake below and the start of the control plane overlap.
+    // The wake is written before the handshake: the control plane starts while the client
+    // completes it.
     let started = Instant::now();
     waker.metrics.holding.inc();
     let _holding = scopeguard(|| {
