@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("cpbench", os.path.join(HERE, "control-plane-bench.py"))
 cpbench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cpbench)
+benchlib.PREFIX = "sleep-bench"  # the module set its own
 
 OP_NS, RELEASE = "kubespaces-system", "kubespaces"
 PREFIX = "kubespaces-tenant-"
