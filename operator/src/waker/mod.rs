@@ -147,7 +147,7 @@ pub async fn run(
         activity: activity::Activity::new(leases, config.identity.clone(), config.debounce),
         metrics: WakerMetrics::default(),
         client,
-        certificates: held::Certificates::default(),
+        certificates: held::Certificates,
     });
     let flusher = {
         let waker = waker.clone();
