@@ -15,7 +15,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client,
-    api::{ObjectMeta, Patch, PatchParams, PostParams},
+    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
 };
 use kubespaces_acceptance::{
     Env,
@@ -29,7 +29,7 @@ use kubespaces_acceptance::{
         wait_pod_running,
     },
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
-    tenant_yaml, wait_for, wait_ready,
+    tenant_yaml, wait_for, wait_gone, wait_ready,
 };
 use kubespaces_operator::{
     api::{KUBECONFIG_SECRET, KUBECONFIG_SECRET_KEY, Tenant},
@@ -623,6 +623,7 @@ async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Vec<String> {
     let refused = match outcome {
         Err(e) => {
             open.push(e);
+            remove_impostor(s).await;
             return open;
         }
         Ok(refused) => refused,
@@ -640,7 +641,18 @@ async fn operator_token_theft(s: &Scene, tenants: &Api<Tenant>) -> Vec<String> {
         !logs.contains("Bearer"),
         "the impostor got a token:\n{logs}"
     );
+    remove_impostor(s).await;
     open
+}
+
+/// The admin's impostor goes once its step is over: in the API's Service it would answer some of
+/// the owner's connections of the later steps, with a certificate the owner's kubeconfig refuses.
+async fn remove_impostor(s: &Scene) {
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), &s.ns);
+    pods.delete("api-impostor", &DeleteParams::default())
+        .await
+        .expect("delete the impostor (as admin)");
+    wait_gone(&pods, "api-impostor", Duration::from_secs(120)).await;
 }
 
 /// The impostor of mallory's API: an HTTPS server with the API's labels (so the API Service

@@ -257,7 +257,10 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
             Ok(())
         }
         TenantCommand::Get { name, wait } => {
-            let tenant = session.get(&name).await?;
+            let tenant = match wait.wait {
+                true => wait::found(session, &name).await?,
+                false => session.get(&name).await?,
+            };
             let tenant = if wait.wait && !tenant.is_ready() {
                 wait::until(session, &name, Goal::Ready, wait.timeout).await?
             } else {

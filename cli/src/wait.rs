@@ -18,6 +18,26 @@ use crate::{
     output,
 };
 
+/// How long `get --wait` looks again for a tenant the server says does not exist: one just
+/// created through one server replica reaches the others' caches within seconds.
+const CACHES_CATCH_UP: Duration = Duration::from_secs(10);
+
+/// The tenant `name`, looked for again for a few seconds while the server says it does not
+/// exist (a `--wait` right after a create may ask another replica than the create did).
+pub async fn found(session: &mut Session, name: &str) -> Result<Tenant> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(200);
+    loop {
+        match session.get(name).await {
+            Err(CliError::NotFound(_)) if started.elapsed() < CACHES_CATCH_UP => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// What a `--wait` waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Goal {
