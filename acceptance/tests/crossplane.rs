@@ -242,6 +242,22 @@ fn the_composed_tenant_passes_the_crds_validation() {
     let function = Function::start();
     let xr = example_xr();
     let tenant = first_render(&function, &xr).tenant().clone();
+    // A Tenant of that name left by another test (the CLI walk-through's, when it failed) would
+    // answer the dry runs with its field managers' conflicts instead of the CRD's verdict.
+    let name = tenant["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    env.kubectl_ok(
+        &[
+            "delete",
+            "tenant",
+            &name,
+            "--ignore-not-found",
+            "--timeout=300s",
+        ],
+        None,
+    );
 
     // The installed CRD accepts it and keeps every field (an unknown one would be refused by
     // the strict validation; a pruned one would be missing from what the server stores).

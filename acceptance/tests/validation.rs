@@ -147,6 +147,16 @@ fn cases() -> Vec<Case> {
             expect: &["spec.writeConnectionSecretToRef.name", "DNS subdomain"],
         },
         Case {
+            what: "an idle period that is no duration",
+            manifest: spec(
+                "v-idle",
+                &format!(
+                    "  owner: alice@example.com\n{ok_resources}  sleep:\n    afterIdle: soon\n"
+                ),
+            ),
+            expect: &["spec.sleep.afterIdle", "30m, 2h or 1h30m", "never"],
+        },
+        Case {
             what: "fractional number of cpus as a YAML float",
             manifest: spec(
                 "v-float",

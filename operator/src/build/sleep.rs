@@ -1,8 +1,8 @@
 //! Whether a tenant's control plane should sleep (pure): after `afterIdle` without activity, or
-//! on a sleep request later than its last activity. Activity is the tenant's creation, a
-//! connection to its API (the waker's Lease) or a wake request. A tenant not provisioned yet (no
-//! kubeconfig handed out) does not sleep: what it waits for stays in sight, and nobody could
-//! wake it with a kubeconfig yet. Requests are annotations any
+//! on a sleep request later than its last activity. Activity is the tenant turning Ready (once
+//! provisioned, and at the end of each wake), a connection to its API (the waker's Lease) or a
+//! wake request. A tenant that is not Ready does not sleep: what it waits for stays in sight (and
+//! a sleep request made while it wakes is overtaken by the wake). Requests are annotations any
 //! door may write (kubectl, GitOps, the CLI, the portal); the operator never removes them, so an
 //! object a GitOps tool applies stays as written.
 
@@ -72,13 +72,13 @@ impl Cause {
 pub struct Decision {
     /// Why it sleeps; None: awake.
     pub asleep: Option<Cause>,
-    /// The last activity: the latest of the tenant's creation, a connection to its API and a
+    /// The last activity: the latest of the tenant turning Ready, a connection to its API and a
     /// wake request.
     pub last_active: Option<Timestamp>,
     /// How long until it falls asleep for idleness, while awake.
     pub idle_in: Option<Duration>,
     /// What the last activity was, while awake: `connection` or `request` (a wake request), or
-    /// `creation` (the metric of wakes by cause).
+    /// `ready` (the metric of wakes by cause).
     pub woken_by: Option<&'static str>,
     /// A request that cannot be read, for the owner.
     pub problem: Option<String>,
@@ -96,25 +96,25 @@ impl Decision {
     }
 }
 
-/// The decision at `now` for a tenant created at `created`, or None while it is not provisioned
-/// yet; whose API last had a connection at `connection` (the waker's activity Lease); with these
+/// The decision at `now` for a tenant Ready since `ready_since` (None while it is not Ready); whose
+/// API last had a connection at `connection` (the waker's activity Lease); with these
 /// annotations and `after_idle` (None: never idle).
 pub fn decide(
     now: Timestamp,
     annotations: &BTreeMap<String, String>,
-    created: Option<Timestamp>,
+    ready_since: Option<Timestamp>,
     connection: Option<Timestamp>,
     after_idle: Option<Duration>,
 ) -> Decision {
     let (requests, problem) = Requests::of(annotations);
-    if created.is_none() {
+    if ready_since.is_none() {
         return Decision {
             problem,
             ..Decision::awake()
         };
     }
     let sources = [
-        ("creation", created),
+        ("ready", ready_since),
         ("connection", connection),
         ("request", requests.wake),
     ];
@@ -179,11 +179,17 @@ mod tests {
 
     #[test]
     fn a_sleep_request_holds_until_later_activity() {
-        let created = Some(at("2026-12-07T09:00:00Z"));
+        let ready_since = Some(at("2026-12-07T09:00:00Z"));
         let now = at("2026-12-07T12:00:00Z");
         let never = None;
         let decide_with = |pairs: &[(&str, &str)], connection: Option<&str>| {
-            decide(now, &annotations(pairs), created, connection.map(at), never)
+            decide(
+                now,
+                &annotations(pairs),
+                ready_since,
+                connection.map(at),
+                never,
+            )
         };
         assert_eq!(decide_with(&[], None).asleep, None);
         let sleep = (SLEEP_REQUESTED_ANNOTATION, "2026-12-07T10:00:00Z");
@@ -213,13 +219,13 @@ mod tests {
 
     #[test]
     fn an_idle_tenant_sleeps_after_its_period_and_says_when_until_then() {
-        let created = Some(at("2026-12-07T09:00:00Z"));
+        let ready_since = Some(at("2026-12-07T09:00:00Z"));
         let half_hour = Some(Duration::from_secs(1800));
         let decide_at = |now: &str, connection: Option<&str>| {
             decide(
                 at(now),
                 &annotations(&[]),
-                created,
+                ready_since,
                 connection.map(at),
                 half_hour,
             )
@@ -239,7 +245,7 @@ mod tests {
         let never = decide(
             at("2027-01-01T00:00:00Z"),
             &annotations(&[]),
-            created,
+            ready_since,
             None,
             None,
         );
@@ -247,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tenant_not_provisioned_yet_does_not_sleep() {
+    fn a_tenant_not_ready_does_not_sleep() {
         let sleep = annotations(&[(SLEEP_REQUESTED_ANNOTATION, "2026-12-07T10:00:00Z")]);
         let now = at("2026-12-07T12:00:00Z");
         let hour = Some(Duration::from_secs(3600));
@@ -261,8 +267,8 @@ mod tests {
             (WAKE_REQUESTED_ANNOTATION, "tomorrow"),
         ];
         let now = at("2026-12-07T11:00:00Z");
-        let created = Some(at("2026-12-07T09:00:00Z"));
-        let decision = decide(now, &annotations(&pairs), created, None, None);
+        let ready_since = Some(at("2026-12-07T09:00:00Z"));
+        let decision = decide(now, &annotations(&pairs), ready_since, None, None);
         assert_eq!(decision.asleep, Some(Cause::Requested));
         let problem = decision.problem.unwrap();
         assert!(problem.contains(WAKE_REQUESTED_ANNOTATION) && problem.contains("\"tomorrow\""));

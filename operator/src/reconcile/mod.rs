@@ -285,21 +285,16 @@ fn sleep_decision(
     });
     let connection =
         waker.and_then(|w| ctx.caches.last_connection(&tenant.name_any(), &w.namespace));
-    // Provisioned: the operator has handed out a kubeconfig (kept through sleep and wake).
-    let provisioned = tenant
-        .status
-        .as_ref()
-        .is_some_and(|s| s.kubeconfig_secret_ref.is_some());
-    let created = tenant
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map(|t| t.0)
-        .filter(|_| provisioned);
+    // Ready stays True while asleep: its last transition is when the tenant last became usable
+    // (provisioned, or awake again after a wake), however long that took.
+    let ready_since = tenant
+        .condition(conditions::READY)
+        .filter(|c| c.status == "True")
+        .map(|c| c.last_transition_time.0);
     sleep::decide(
         Timestamp::now(),
         tenant.annotations(),
-        created,
+        ready_since,
         connection,
         after_idle,
     )
