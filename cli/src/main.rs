@@ -258,7 +258,7 @@ async fn tenant(session: &mut Session, command: TenantCommand, format: Format) -
         }
         TenantCommand::Get { name, wait } => {
             let tenant = match wait.wait {
-                true => wait::found(session, &name).await?,
+                true => wait::found(session, &name, wait.timeout).await?,
                 false => session.get(&name).await?,
             };
             let tenant = if wait.wait && !tenant.is_ready() {

@@ -22,14 +22,16 @@ use crate::{
 /// created through one server replica reaches the others' caches within seconds.
 const CACHES_CATCH_UP: Duration = Duration::from_secs(10);
 
-/// The tenant `name`, looked for again for a few seconds while the server says it does not
-/// exist (a `--wait` right after a create may ask another replica than the create did).
-pub async fn found(session: &mut Session, name: &str) -> Result<Tenant> {
+/// The tenant `name`, looked for again for a few seconds (at most `timeout`) while the server
+/// says it does not exist (a `--wait` right after a create may ask another replica than the
+/// create did).
+pub async fn found(session: &mut Session, name: &str, timeout: Duration) -> Result<Tenant> {
     let started = std::time::Instant::now();
+    let within = CACHES_CATCH_UP.min(timeout);
     let mut pause = Duration::from_millis(200);
     loop {
         match session.get(name).await {
-            Err(CliError::NotFound(_)) if started.elapsed() < CACHES_CATCH_UP => {
+            Err(CliError::NotFound(_)) if started.elapsed() < within => {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(2));
             }
