@@ -49,9 +49,11 @@ pub fn stopped(statefulset: Option<&StatefulSet>) -> bool {
 pub fn sleeping(ns: &str, stopped: bool, decision: &sleep::Decision) -> [Desired; 3] {
     let why = match (decision.asleep, decision.last_active) {
         (Some(sleep::Cause::Idle), Some(at)) => {
-            format!("no connection to the tenant API since {at}")
+            format!(
+                "no activity since {at}: no connection to its API, wake request or return to Ready"
+            )
         }
-        (Some(sleep::Cause::Idle), None) => "no connection to the tenant API".to_owned(),
+        (Some(sleep::Cause::Idle), None) => "no activity".to_owned(),
         _ => "a sleep request later than the tenant API's last use".to_owned(),
     };
     let reason = decision.asleep.unwrap_or(sleep::Cause::Requested).reason();
