@@ -4,9 +4,10 @@ a cluster whose chart routes every tenant API through the waker.
 
 1. Create: TENANTS Tenants at once, `spec.sleep.afterIdle: never`; the time until each is Ready.
 2. Awake path: `kubectl get ns` with the kubeconfig handed out, REQUESTS times on one awake tenant,
-   through the waker; then the chart is upgraded with sleep.waker.enabled=false (the routes go
-   straight to the control planes again) and the same REQUESTS; then the waker back. p50/p99 per
-   side and the ratio.
+   in the order waker, straight, waker (half the waker's requests before, half after, so a node
+   still settling from the creates weighs on both sides alike): the chart is upgraded with
+   sleep.waker.enabled=false (the routes go straight to the control planes again), then back.
+   p50/p99 per side and the ratio.
 3. Wake: WAKES times on one tenant, a sleep request (annotation), the tenant Asleep, then the
    first `kubectl get ns` timed: p50/p99 and the requests that failed, beside create's p50.
 4. Density: the host memory (cgroup working set) of every tenant's control plane pod, all awake;
@@ -163,20 +164,21 @@ def main():
     probe = names[0]
 
     # 2. awake path: through the waker, then straight, then the waker again
-    def sample(label):
+    def sample(label, requests):
         get_ns(kcs[probe])  # the route answers (the Gateway serves the latest routes)
         xs = []
-        for _ in range(a.requests):
+        for _ in range(requests):
             s, ok, said = get_ns(kcs[probe])
             if not ok:
                 die(f"awake path ({label}): kubectl get ns failed: {said}")
             xs.append(s)
         say(f"awake path {label}: p50 {percentile(xs, 50) * 1000:.0f} ms, p99 {percentile(xs, 99) * 1000:.0f} ms")
         return xs
-    via_waker = sample("through the waker")
+    via_waker = sample("through the waker (before)", a.requests // 2)
     set_waker(False, names, a.chart)
-    direct = sample("straight to the control plane")
+    direct = sample("straight to the control plane", a.requests)
     set_waker(True, names, a.chart)
+    via_waker += sample("through the waker (after)", a.requests - a.requests // 2)
     res["awake"] = {"waker": via_waker, "direct": direct}
 
     # 3. wakes

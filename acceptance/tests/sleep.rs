@@ -7,7 +7,8 @@
 //!   error, and answers from the woken control plane; the phase goes Asleep, Waking, Ready;
 //! - sleep and wake cycles, by request, keep every object, the workload's volume data, the CA
 //!   and the kubeconfig;
-//! - a wake completes across a restart of the operator's leader;
+//! - a wake completes across a restart of the operator's leader, and across one of the node's
+//!   containerd;
 //! - a tenant deleted while asleep leaves nothing behind.
 
 use std::{
@@ -345,7 +346,7 @@ async fn an_idle_tenant_sleeps_and_the_first_kubectl_wakes_it_with_everything_ke
 }
 
 #[tokio::test]
-async fn a_wake_completes_across_a_restart_of_the_operators_leader() {
+async fn a_wake_completes_across_restarts_of_the_operators_leader_and_of_the_nodes_containerd() {
     let env = Env::get();
     let tenants = env.tenants().await;
     if matches!(tenants.get_opt(RESTARTED).await, Ok(Some(_))) {
@@ -371,14 +372,10 @@ async fn a_wake_completes_across_a_restart_of_the_operators_leader() {
 
     // kubectl asks; once the tenant is Waking, the operator's leader is deleted (it steps down,
     // another takes over and finishes the wake).
-    let kubectl = platform_var("KUBESPACES_KUBECTL");
-    let child = Command::new(kubectl)
-        .args(["--kubeconfig", kubeconfig.to_str().expect("a UTF-8 path")])
-        .args(["get", "configmap", "before", "-o", "jsonpath={.data.kept}"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl starts");
+    let child = kubectl_in_background(
+        &kubeconfig,
+        &["get", "configmap", "before", "-o", "jsonpath={.data.kept}"],
+    );
     phase(&tenants, RESTARTED, Phase::Waking, ASLEEP_WITHIN).await;
     let namespace = platform_var("KUBESPACES_OPERATOR_NAMESPACE");
     let leader = env.kubectl_ok(
@@ -404,16 +401,65 @@ async fn a_wake_completes_across_a_restart_of_the_operators_leader() {
         ],
         None,
     );
+    let out = succeeded(child, "the operator leader's restart").await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "yes");
+    wait_ready(&tenants, RESTARTED, READY_WITHIN).await;
+
+    // Again, and this time the node's containerd is restarted once the control plane's pod is
+    // made, while the kubelet starts it (its sandbox, the init container's copy, the containers).
+    request_sleep(&env, RESTARTED);
+    phase(&tenants, RESTARTED, Phase::Asleep, ASLEEP_WITHIN).await;
+    let child = kubectl_in_background(&kubeconfig, &["get", "configmap", "before"]);
+    let pods: Api<Pod> = Api::namespaced(env.client().await, &names::namespace(RESTARTED));
+    wait_for(
+        "the control plane's pod made for the wake",
+        ASLEEP_WITHIN,
+        || async { (!control_plane_pods(&pods).await.is_empty()).then_some(()) },
+    )
+    .await;
+    restart_node_process("containerd");
+    succeeded(child, "containerd's restart").await;
+    wait_ready(&tenants, RESTARTED, READY_WITHIN).await;
+    delete_tenant(&env, RESTARTED).await;
+}
+
+/// `kubectl ARGS` against a tenant with `kubeconfig`, started and left running.
+fn kubectl_in_background(kubeconfig: &std::path::Path, args: &[&str]) -> std::process::Child {
+    Command::new(platform_var("KUBESPACES_KUBECTL"))
+        .args(["--kubeconfig", kubeconfig.to_str().expect("a UTF-8 path")])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl starts")
+}
+
+/// What kubectl `child` printed, once it ended; it must have succeeded, across `what`.
+async fn succeeded(child: std::process::Child, what: &str) -> std::process::Output {
     let out = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
         .expect("the wait")
         .expect("kubectl ran");
     assert!(
         out.status.success(),
-        "kubectl across the restart: {}",
+        "kubectl across {what}: {}",
         text(&out)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "yes");
-    wait_ready(&tenants, RESTARTED, READY_WITHIN).await;
-    delete_tenant(&env, RESTARTED).await;
+    out
+}
+
+/// Restarts one of the node's processes (acceptance/harness/node-restart.sh).
+fn restart_node_process(process: &str) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../acceptance/harness/node-restart.sh");
+    let state = std::env::var("KUBESPACES_STATE").expect("KUBESPACES_STATE (make test sets it)");
+    let out = Command::new(script)
+        .args([state.as_str(), process])
+        .output()
+        .expect("node-restart.sh runs");
+    assert!(
+        out.status.success(),
+        "restarting the node's {process}: {}",
+        text(&out)
+    );
 }

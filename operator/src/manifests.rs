@@ -208,10 +208,10 @@ pub fn all() -> Result<Vec<(&'static str, String)>, RenderError> {
             "waker-clusterrole.yaml",
             render(
                 "the waker's ClusterRole",
-                "The control planes' certificates Secrets, read in tenant namespaces for a \
-                 connection held while its tenant wakes (bind it to the waker's account): derived \
-                 from operator/src/build/access.rs.",
-                &access::waker_certificates_role(),
+                "The control planes' certificates Secrets and pods, read in tenant namespaces for \
+                 a connection held while its tenant wakes (bind it to the waker's account): \
+                 derived from operator/src/build/access.rs.",
+                &access::waker_tenants_role(),
             )?,
         ),
     ])

@@ -466,20 +466,32 @@ pub const WAKER: &[Access] = &[access(
      the operator does)",
 )];
 
-/// The ClusterRole of the waker, for [`WAKER_CERTIFICATES`].
-pub const WAKER_CERTIFICATES_ROLE: &str = "kubespaces:waker-certificates";
+/// The ClusterRole of the waker, for [`WAKER_TENANTS`].
+pub const WAKER_TENANTS_ROLE: &str = "kubespaces:waker-tenants";
 
-/// What the waker reads in tenant namespaces: the control plane's certificates Secret (and no
-/// other), whose server CA signs the certificate it answers a held connection with
-/// (`waker::held`). It holds, with it, what the operator's own access to each tenant gives.
-pub const WAKER_CERTIFICATES: &[Access] = &[Access {
-    group: "",
-    resource: "secrets",
-    verbs: &["get"],
-    names: &[names::control_plane::CERTS_SECRET],
-    why: "waker::held: the tenant's server CA, to complete the TLS handshake of a connection \
-          held while the tenant wakes",
-}];
+/// What the waker reads in tenant namespaces, for a connection held while its tenant wakes: the
+/// control plane's certificates Secret (and no other), whose server CA signs the certificate it
+/// answers with (`waker::held`), and the control plane's pod (and no other), which it asks
+/// whether it serves yet (`waker::ready`). It holds, with the CA, what the operator's own access
+/// to each tenant gives.
+pub const WAKER_TENANTS: &[Access] = &[
+    Access {
+        group: "",
+        resource: "secrets",
+        verbs: &["get"],
+        names: &[names::control_plane::CERTS_SECRET],
+        why: "waker::held: the tenant's server CA, to complete the TLS handshake of a connection \
+              held while the tenant wakes",
+    },
+    Access {
+        group: "",
+        resource: "pods",
+        verbs: &["get"],
+        names: &[names::control_plane::CONTROL_PLANE_POD],
+        why: "waker::ready: the waking control plane's pod address, to ask it whether it serves \
+              before the kubelet's probes route its Service to it",
+    },
+];
 
 /// What a request asks of the API server, in RBAC terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -612,11 +624,11 @@ pub fn waker_role() -> Role {
     }
 }
 
-/// The waker's ClusterRole, from [`WAKER_CERTIFICATES`].
-pub fn waker_certificates_role() -> ClusterRole {
+/// The waker's ClusterRole, from [`WAKER_TENANTS`].
+pub fn waker_tenants_role() -> ClusterRole {
     ClusterRole {
-        metadata: crate::build::install_meta(WAKER_CERTIFICATES_ROLE),
-        rules: Some(rules(WAKER_CERTIFICATES)),
+        metadata: crate::build::install_meta(WAKER_TENANTS_ROLE),
+        rules: Some(rules(WAKER_TENANTS)),
         ..ClusterRole::default()
     }
 }

@@ -58,6 +58,8 @@ pub struct TenantTls {
     pub server: Arc<ServerConfig>,
     /// Toward the control plane: its server CA as the only root.
     pub client: Arc<ClientConfig>,
+    /// The same, with no protocol offered: the waker's own readiness checks (HTTP/1.1).
+    pub probe: Arc<ClientConfig>,
     pub host: ServerName<'static>,
 }
 
@@ -91,11 +93,13 @@ impl Certificates {
         })?;
         let (ca_pem, key_pem) = read_server_ca(client, tenant).await?;
         let (mut server, mut client_config) = configs(host, &ca_pem, &key_pem)?;
+        let probe = Arc::new(client_config.clone());
         server.alpn_protocols = alpn.iter().cloned().collect();
         client_config.alpn_protocols = alpn.into_iter().collect();
         Ok(TenantTls {
             server: Arc::new(server),
             client: Arc::new(client_config),
+            probe,
             host: server_name,
         })
     }

@@ -9,9 +9,11 @@
 //! (the chart), so a rollout or a lost pod leaves the API path open.
 
 pub mod activity;
+mod backends;
 pub mod held;
 pub mod hello;
 mod proxy;
+mod ready;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
@@ -118,7 +120,7 @@ impl Default for WakerMetrics {
 pub struct Waker {
     pub base_domain: String,
     pub quiet_alpn: Vec<Vec<u8>>,
-    pub backend_port: u16,
+    pub backends: backends::Backends,
     pub hold: Duration,
     pub activity: activity::Activity,
     pub metrics: WakerMetrics,
@@ -142,7 +144,7 @@ pub async fn run(
             .iter()
             .map(|p| p.as_bytes().to_vec())
             .collect(),
-        backend_port: config.backend_port,
+        backends: backends::Backends::new(config.backend_port),
         hold: config.hold,
         activity: activity::Activity::new(leases, config.identity.clone(), config.debounce),
         metrics: WakerMetrics::default(),

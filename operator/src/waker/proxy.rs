@@ -22,12 +22,15 @@ use crate::names;
 
 /// How long a client has to send its whole ClientHello.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
-/// How often a held connection tries the control plane again, at most.
-const RETRY_AT_MOST: Duration = Duration::from_secs(1);
+/// How long a held connection waits, at most, before it tries the control plane again.
+const RETRY_AT_MOST: Duration = Duration::from_millis(250);
 /// How long one attempt to reach the control plane may take: a refused one ends at once (no
 /// ready pod behind its Service); one that is dropped (a NetworkPolicy not programmed yet) is
 /// tried again after this.
 const CONNECT_WITHIN: Duration = Duration::from_secs(3);
+/// The same, while a connection is held: on the pod network a connect takes milliseconds, and a
+/// dropped one must not keep the held connection from its pod for seconds.
+const HELD_CONNECT_WITHIN: Duration = Duration::from_millis(500);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
@@ -71,14 +74,28 @@ pub async fn handle(mut client: TcpStream, waker: Arc<Waker>) -> Result<&'static
         .and_then(|h| names::tenant_of_api_host(h, &waker.base_domain))
         .ok_or_else(|| ProxyError::UnknownHost(hello.server_name.clone()))?;
     let quiet = hello.alpn.iter().any(|p| waker.quiet_alpn.contains(p));
-    let backend = backend(&tenant, waker.backend_port).await?;
+    let backend = waker
+        .backends
+        .address(&tenant)
+        .await
+        .map_err(|e| ProxyError::NoSuchTenant(e.0))?;
     if !quiet {
         waker.activity.touch(&tenant);
     }
-    let mut upstream = match connect(backend).await {
+    let mut upstream = match connect(backend, CONNECT_WITHIN).await {
         Ok(s) => s,
-        Err(_) if quiet => return Err(ProxyError::AsleepQuiet(tenant)),
+        Err(_) if quiet => {
+            waker.backends.forget(&tenant);
+            return Err(ProxyError::AsleepQuiet(tenant));
+        }
         Err(_) => {
+            // Looked up again: the address kept may be of a Service since made again.
+            waker.backends.forget(&tenant);
+            let backend = waker
+                .backends
+                .address(&tenant)
+                .await
+                .map_err(|e| ProxyError::NoSuchTenant(e.0))?;
             held(client, prefix, hello, &tenant, backend, &waker).await?;
             return Ok("woke");
         }
@@ -134,10 +151,10 @@ async fn held(
             on_read: &|| touch(waker, tenant, false),
         },
     };
-    let mut client = tokio_rustls::TlsAcceptor::from(tls.server)
+    let mut client = tokio_rustls::TlsAcceptor::from(tls.server.clone())
         .accept(replay)
         .await?;
-    let upstream = hold(tenant, backend, waker.hold, started).await?;
+    let upstream = hold(tenant, backend, waker, &tls, started).await?;
     let _ = upstream.set_nodelay(true);
     let mut upstream = tokio_rustls::TlsConnector::from(tls.client)
         .connect(tls.host, upstream)
@@ -173,44 +190,44 @@ async fn read_hello(client: &mut TcpStream) -> Result<(Vec<u8>, hello::Hello), P
     Ok((buf, hello))
 }
 
-/// The address of the tenant's control plane Service (its cluster IP: kube-proxy refuses a
-/// connection to it at once while it has no ready pod).
-async fn backend(tenant: &str, port: u16) -> Result<SocketAddr, ProxyError> {
-    let host = format!(
-        "{}.{}.svc:{port}",
-        names::control_plane::RELEASE,
-        names::namespace(tenant)
-    );
-    tokio::net::lookup_host(&host)
-        .await
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| ProxyError::NoSuchTenant(tenant.to_owned()))
-}
-
-async fn connect(backend: SocketAddr) -> std::io::Result<TcpStream> {
-    match timeout(CONNECT_WITHIN, TcpStream::connect(backend)).await {
+async fn connect(backend: SocketAddr, within: Duration) -> std::io::Result<TcpStream> {
+    match timeout(within, TcpStream::connect(backend)).await {
         Ok(connected) => connected,
         Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
     }
 }
 
-/// Tries the control plane until it accepts a connection, or `hold` has passed since `started`.
+/// Tries the control plane until it accepts a connection, through its Service or, sooner, at
+/// its pod once that answers its readiness check ([`ready`](super::ready)); or until the
+/// waker's `hold` has passed since `started`.
 async fn hold(
     tenant: &str,
     backend: SocketAddr,
-    hold: Duration,
+    waker: &Waker,
+    tls: &super::held::TenantTls,
     started: Instant,
 ) -> Result<TcpStream, ProxyError> {
     let mut pause = Duration::from_millis(100);
     loop {
-        if let Ok(s) = connect(backend).await {
+        match connect(backend, HELD_CONNECT_WITHIN).await {
+            Ok(s) => return Ok(s),
+            // Refused: no ready pod behind the Service yet; timed out: one that the network
+            // does not reach yet (its policy not programmed).
+            Err(error) => {
+                let after_ms = started.elapsed().as_millis() as u64;
+                debug!(%tenant, %error, after_ms, "its Service does not answer yet");
+            }
+        }
+        if let Some(pod) = super::ready::ready_pod(&waker.client, tenant, tls).await
+            && let Ok(s) = connect(pod, HELD_CONNECT_WITHIN).await
+        {
+            debug!(%tenant, %pod, "its pod answers before its Service");
             return Ok(s);
         }
-        if started.elapsed() >= hold {
+        if started.elapsed() >= waker.hold {
             return Err(ProxyError::WakeTimeout {
                 tenant: tenant.to_owned(),
-                held: hold,
+                held: waker.hold,
             });
         }
         tokio::time::sleep(pause).await;
