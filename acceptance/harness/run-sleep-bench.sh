@@ -6,7 +6,8 @@
 #   1. the first `kubectl get ns` after a sleep, WAKES times (default 10), beside a new tenant's
 #      create-until-Ready (TENANTS at once, default 5: 10 control planes do not fit a 2-core node);
 #   2. the host memory of TENANTS control planes with all but one asleep, beside all awake;
-#   3. `kubectl get ns` on an awake tenant through the waker, beside the chart without it.
+#   3. `kubectl get ns` on an awake tenant through the waker, beside the chart without it (right
+#      after the creates, and again with the other tenants asleep).
 # Prints the table with the ratios (figures also in .kubespaces/sleepbench/logs/sleep-bench.json).
 # The cluster is stopped on exit, also on failure.
 # Env: SLEEPBENCH_NO_BUILD=1 uses the operator binary KUBESPACES_OPERATOR_BINARY names (default

@@ -7,7 +7,8 @@ a cluster whose chart routes every tenant API through the waker.
    in the order waker, straight, waker (half the waker's requests before, half after, so a node
    still settling from the creates weighs on both sides alike): the chart is upgraded with
    sleep.waker.enabled=false (the routes go straight to the control planes again), then back.
-   p50/p99 per side and the ratio.
+   p50/p99 per side and the ratio. Measured twice: right after the creates (the node still busy
+   with five control planes starting), and after 4 (density) with the others asleep.
 3. Wake: WAKES times on one tenant, a sleep request (annotation), the tenant Asleep, then the
    first `kubectl get ns` timed: p50/p99 and the requests that failed, beside create's p50.
 4. Density: the host memory (cgroup working set) of every tenant's control plane pod, all awake;
@@ -174,12 +175,15 @@ def main():
             xs.append(s)
         say(f"awake path {label}: p50 {percentile(xs, 50) * 1000:.0f} ms, p99 {percentile(xs, 99) * 1000:.0f} ms")
         return xs
-    via_waker = sample("through the waker (before)", a.requests // 2)
-    set_waker(False, names, a.chart)
-    direct = sample("straight to the control plane", a.requests)
-    set_waker(True, names, a.chart)
-    via_waker += sample("through the waker (after)", a.requests - a.requests // 2)
-    res["awake"] = {"waker": via_waker, "direct": direct}
+
+    def awake_path(when):
+        via = sample(f"{when}, through the waker (before)", a.requests // 2)
+        set_waker(False, names, a.chart)
+        direct = sample(f"{when}, straight to the control plane", a.requests)
+        set_waker(True, names, a.chart)
+        via += sample(f"{when}, through the waker (after)", a.requests - a.requests // 2)
+        return {"waker": via, "direct": direct}
+    res["awake"] = awake_path("after the creates")
 
     # 3. wakes
     wakes, failed = [], []
@@ -210,6 +214,8 @@ def main():
     sleeping_sum, sleeping_per = control_plane_memory(names)
     waker_ws, waker_pods = waker_memory()
     res["density"] = {"awake": awake_per, "sleeping": sleeping_per, "waker": waker_ws}
+    # 5. the awake path again, on a node settled: the others asleep, no control plane starting
+    res["awake_settled"] = awake_path(f"{len(asleep_names)} asleep")
 
     mib = lambda b: f"{b / 2**20:.0f} MiB"  # noqa: E731
     ms = lambda s: f"{s * 1000:.0f} ms"  # noqa: E731
@@ -223,17 +229,17 @@ def main():
         ("  with the waker's pods added to the sleeping side",
          mib(sleeping_sum + waker_ws), f"({waker_pods} pods, {mib(waker_ws)})",
          f"{(sleeping_sum + waker_ws) / awake_sum:.2f}x"),
-        ("awake path: kubectl get ns p50 through the waker",
-         ms(percentile(via_waker, 50)), f"straight {ms(percentile(direct, 50))}",
-         f"{percentile(via_waker, 50) / percentile(direct, 50):.2f}x"),
-        ("awake path: kubectl get ns p99 through the waker",
-         ms(percentile(via_waker, 99)), f"straight {ms(percentile(direct, 99))}",
-         f"{percentile(via_waker, 99) / percentile(direct, 99):.2f}x"),
     ]
+    for key, when in (("awake", "after the creates"), ("awake_settled", f"{len(asleep_names)} asleep")):
+        via, direct = res[key]["waker"], res[key]["direct"]
+        for q in (50, 99):
+            rows.append((f"awake path ({when}): kubectl get ns p{q}",
+                         f"through the waker {ms(percentile(via, q))}", f"straight {ms(percentile(direct, q))}",
+                         f"{percentile(via, q) / percentile(direct, q):.2f}x"))
     print()
-    print(f"{'measure':<52} {'sleep / waker':<34} {'baseline':<28} ratio")
+    print(f"{'measure':<56} {'sleep / waker':<36} {'baseline':<28} ratio")
     for r in rows:
-        print(f"{r[0]:<52} {r[1]:<34} {r[2]:<28} {r[3]}")
+        print(f"{r[0]:<56} {r[1]:<36} {r[2]:<28} {r[3]}")
     if a.results:
         with open(a.results, "w") as f:
             json.dump(res, f, indent=1)
