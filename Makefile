@@ -48,8 +48,8 @@ bench-upgrade: ## helm upgrade from the previous release with 5 live tenants (fa
 bench-portal: ## the portal in Chromium: Create tenant -> first checklist, and status write -> page vs kubectl get tenant -w (p50/p99, 10 tenants; TENANTS=n)
 	@$(H)/run-portal-bench.sh $(or $(TENANTS),10)
 
-bench-sleep: ## idle tenants: first kubectl after a sleep vs create-until-Ready, control planes' memory asleep vs awake, kubectl through the waker vs without (TENANTS=n WAKES=n)
-	@$(H)/run-sleep-bench.sh $(or $(TENANTS),5) $(or $(WAKES),10)
+bench-sleep: ## idle tenants: first kubectl after a sleep vs create-until-Ready, control planes' memory asleep vs awake, kubectl through the waker vs without (TENANTS=n WAKES=n REQUESTS=n)
+	@$(H)/run-sleep-bench.sh $(or $(TENANTS),5) $(or $(WAKES),10) $(or $(REQUESTS),30)
 
 conformance: ## the upstream conformance suite against a tenant and against the host cluster: passed/failed/skipped and wall time per side, JUnit reports (CONFORMANCE_FOCUS=regexp)
 	@$(H)/run-conformance.sh

@@ -1,8 +1,9 @@
 //! Idle tenants sleep and cost no control plane (issue 23), on the shared cluster, whose chart
 //! routes every tenant API through the waker:
 //! - a tenant whose API has no connection for its `spec.sleep.afterIdle` sleeps by itself: its
-//!   control plane runs no pod, its app keeps answering, its workloads keep running, and it stays
-//!   Ready (the operator's own checks of its API do not keep it awake);
+//!   control plane runs no pod, its app keeps answering, its workloads keep running and resolving
+//!   each other's names (its CoreDNS runs on), and it stays Ready (the operator's own checks of
+//!   its API do not keep it awake);
 //! - the first `kubectl` with the kubeconfig handed out wakes it, in one try and without an
 //!   error, and answers from the woken control plane; the phase goes Asleep, Waking, Ready;
 //! - sleep and wake cycles, by request, keep every object, the workload's volume data, the CA
@@ -24,7 +25,7 @@ use k8s_openapi::{
 use kube::{Api, api::ListParams};
 use kubespaces_acceptance::{
     Env,
-    pods::{delete_tenant, leftovers, retry_until},
+    pods::{delete_tenant, leftovers, nslookup_addresses, retry_until},
     tenant_app::{self, curl},
     tenant_cluster::{in_tenant, owner_kubeconfig, owner_kubectl, platform_var, text},
     tenant_manifest, wait_for, wait_ready,
@@ -273,6 +274,26 @@ async fn an_idle_tenant_sleeps_and_the_first_kubectl_wakes_it_with_everything_ke
         answer,
         "the app answers while its tenant sleeps"
     );
+    // Its workloads still resolve each other's names: the tenant's CoreDNS keeps running
+    // (docs/sleep.md). Asked from the keeper's pod on the host: not through the tenant's API,
+    // which would wake it.
+    let keeper_on_host = format!("keeper-x-default-x-{}", cp::RELEASE);
+    let service = "hello.default.svc.cluster.local";
+    retry_until(
+        &format!("{service} resolved in the keeper while its tenant sleeps"),
+        Duration::from_secs(30),
+        || {
+            let out = env.exec(&ns, &keeper_on_host, &["nslookup", service]);
+            let said = String::from_utf8_lossy(&out.stdout);
+            match nslookup_addresses(&said, service).is_empty() {
+                false => Ok(()),
+                true => Err(text(&out)),
+            }
+        },
+    )
+    .await;
+    // Still asleep: nothing of that reached its API.
+    phase(&tenants, NAME, Phase::Asleep, Duration::ZERO).await;
 
     // The first kubectl after the sleep: one try, no error, the answer from the woken control
     // plane, and the volume's data read through it.

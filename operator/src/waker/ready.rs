@@ -33,8 +33,8 @@ pub async fn ready_pod(client: &Client, tenant: &str, tls: &TenantTls) -> Option
     readyz(address, tls).await.then_some(address)
 }
 
-/// A pod the control plane's StatefulSet made: a tenant cannot make one of that name (the
-/// admission guard refuses it), and one it could would not be asked.
+/// A pod the control plane's StatefulSet made. A second line: the admission guard already keeps
+/// a tenant from making a pod of that name.
 fn made_by_the_statefulset(pod: &Pod) -> bool {
     pod.metadata.owner_references.iter().flatten().any(|o| {
         o.controller == Some(true)
