@@ -18,7 +18,7 @@ const KEPT_FOR: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 #[error("tenant {0} has no control plane Service")]
-pub struct NoSuchTenant(pub String);
+pub struct NoSuchTenant(String);
 
 pub struct Backends {
     port: u16,

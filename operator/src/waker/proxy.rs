@@ -40,8 +40,8 @@ pub enum ProxyError {
     Hello(#[from] hello::HelloError),
     #[error("the ClientHello names no tenant API ({0:?})")]
     UnknownHost(Option<String>),
-    #[error("tenant {0} has no control plane Service")]
-    NoSuchTenant(String),
+    #[error(transparent)]
+    NoSuchTenant(#[from] super::backends::NoSuchTenant),
     #[error("tenant {tenant}'s control plane did not answer within {held:?} of the wake")]
     WakeTimeout { tenant: String, held: Duration },
     #[error("tenant {0} sleeps, and the connection does not count as activity")]
@@ -74,11 +74,7 @@ pub async fn handle(mut client: TcpStream, waker: Arc<Waker>) -> Result<&'static
         .and_then(|h| names::tenant_of_api_host(h, &waker.base_domain))
         .ok_or_else(|| ProxyError::UnknownHost(hello.server_name.clone()))?;
     let quiet = hello.alpn.iter().any(|p| waker.quiet_alpn.contains(p));
-    let backend = waker
-        .backends
-        .address(&tenant)
-        .await
-        .map_err(|e| ProxyError::NoSuchTenant(e.0))?;
+    let backend = waker.backends.address(&tenant).await?;
     if !quiet {
         waker.activity.touch(&tenant);
     }
@@ -91,11 +87,7 @@ pub async fn handle(mut client: TcpStream, waker: Arc<Waker>) -> Result<&'static
         Err(_) => {
             // Looked up again: the address kept may be of a Service since made again.
             waker.backends.forget(&tenant);
-            let backend = waker
-                .backends
-                .address(&tenant)
-                .await
-                .map_err(|e| ProxyError::NoSuchTenant(e.0))?;
+            let backend = waker.backends.address(&tenant).await?;
             held(client, prefix, hello, &tenant, backend, &waker).await?;
             return Ok("woke");
         }
