@@ -49,7 +49,7 @@ bench-portal: ## the portal in Chromium: Create tenant -> first checklist, and s
 	@$(H)/run-portal-bench.sh $(or $(TENANTS),10)
 
 bench-sleep: ## idle tenants: first kubectl after a sleep vs create-until-Ready, control planes' memory asleep vs awake, kubectl through the waker vs without (TENANTS=n WAKES=n REQUESTS=n)
-	@$(H)/run-sleep-bench.sh $(or $(TENANTS),5) $(or $(WAKES),10) $(or $(REQUESTS),30)
+	@$(H)/run-sleep-bench.sh $(or $(TENANTS),5) $(or $(WAKES),10) $(or $(REQUESTS),100)
 
 conformance: ## the upstream conformance suite against a tenant and against the host cluster: passed/failed/skipped and wall time per side, JUnit reports (CONFORMANCE_FOCUS=regexp)
 	@$(H)/run-conformance.sh

@@ -7,8 +7,9 @@
 #   1. the first `kubectl get ns` after a sleep, WAKES times (default 10), beside a new tenant's
 #      create-until-Ready (TENANTS at once, default 5: 10 control planes do not fit a 2-core node);
 #   2. the host memory of TENANTS control planes with all but one asleep, beside all awake;
-#   3. `kubectl get ns` REQUESTS times (default 30) on an awake tenant through the waker, beside
-#      the chart without it (right after the creates, and again with the other tenants asleep).
+#   3. `kubectl get ns` REQUESTS times per side (default 100) on an awake tenant through the
+#      waker, beside the chart without it, in alternating blocks (right after the creates, and
+#      again with the other tenants asleep).
 # Prints the table with the ratios (figures also in .kubespaces/sleepbench/logs/sleep-bench.json).
 # The cluster is stopped on exit, also on failure.
 # Env: SLEEPBENCH_NO_BUILD=1 uses the operator binary KUBESPACES_OPERATOR_BINARY names (default
@@ -19,7 +20,7 @@ set -euo pipefail
 LOG_PREFIX=bench-sleep
 TENANTS=${1:-5}
 WAKES=${2:-10}
-REQUESTS=${3:-30}
+REQUESTS=${3:-100}
 STATE="$REPO_ROOT/.kubespaces/sleepbench"
 T0=$SECONDS
 

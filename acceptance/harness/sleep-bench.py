@@ -3,12 +3,13 @@
 a cluster whose chart routes every tenant API through the waker.
 
 1. Create: TENANTS Tenants at once, `spec.sleep.afterIdle: never`; the time until each is Ready.
-2. Awake path: `kubectl get ns` with the kubeconfig handed out, REQUESTS times on one awake tenant,
-   in the order waker, straight, waker (half the waker's requests before, half after, so a node
-   still settling from the creates weighs on both sides alike): the chart is upgraded with
-   sleep.waker.enabled=false (the routes go straight to the control planes again), then back.
-   p50/p99 per side and the ratio. Measured twice: right after the creates (the node still busy
-   with five control planes starting), and after 4 (density) with the others asleep.
+2. Awake path: `kubectl get ns` with the kubeconfig handed out, REQUESTS times per side on one
+   awake tenant, in alternating blocks: waker, straight, waker, ... (ROUNDS straight blocks, one
+   more waker block, so a node that settles or gets busy during the measurement weighs on both
+   sides alike); for each straight block the chart is upgraded with sleep.waker.enabled=false (the
+   routes go straight to the control planes again), then back. p50/p99 per side and the ratio.
+   Measured twice: right after the creates (the node still busy with five control planes
+   starting), and after 4 (density) with the others asleep.
 3. Wake: WAKES times on one tenant, a sleep request (annotation), the tenant Asleep, then the
    first `kubectl get ns` timed: p50/p99 and the requests that failed, beside create's p50.
 4. Density: the host memory (cgroup working set) of every tenant's control plane pod, all awake;
@@ -135,7 +136,8 @@ def main():
     p.add_argument("--tenants", type=int, default=5)
     p.add_argument("--awake", type=int, default=1, help="tenants left awake for the density figure")
     p.add_argument("--wakes", type=int, default=10)
-    p.add_argument("--requests", type=int, default=30)
+    p.add_argument("--requests", type=int, default=100, help="kubectl runs per side of the awake path")
+    p.add_argument("--rounds", type=int, default=3, help="straight blocks of the awake path")
     p.add_argument("--settle", type=float, default=20, help="seconds before memory is sampled")
     p.add_argument("--results")
     a = p.parse_args()
@@ -164,7 +166,7 @@ def main():
     kcs = {n: kubeconfig_file(n, tmp) for n in names}
     probe = names[0]
 
-    # 2. awake path: through the waker, then straight, then the waker again
+    # 2. awake path: through the waker and straight, in alternating blocks
     def sample(label, requests):
         get_ns(kcs[probe])  # the route answers (the Gateway serves the latest routes)
         xs = []
@@ -176,12 +178,19 @@ def main():
         say(f"awake path {label}: p50 {percentile(xs, 50) * 1000:.0f} ms, p99 {percentile(xs, 99) * 1000:.0f} ms")
         return xs
 
+    def blocks(total, count):
+        """`total` requests in `count` blocks as even as they go."""
+        return [total // count + (1 if i < total % count else 0) for i in range(count)]
+
     def awake_path(when):
-        via = sample(f"{when}, through the waker (before)", a.requests // 2)
-        set_waker(False, names, a.chart)
-        direct = sample(f"{when}, straight to the control plane", a.requests)
-        set_waker(True, names, a.chart)
-        via += sample(f"{when}, through the waker (after)", a.requests - a.requests // 2)
+        via_blocks, direct_blocks = blocks(a.requests, a.rounds + 1), blocks(a.requests, a.rounds)
+        via = sample(f"{when}, through the waker (block 1)", via_blocks[0])
+        direct = []
+        for i, (d, v) in enumerate(zip(direct_blocks, via_blocks[1:]), start=1):
+            set_waker(False, names, a.chart)
+            direct += sample(f"{when}, straight to the control plane (block {i})", d)
+            set_waker(True, names, a.chart)
+            via += sample(f"{when}, through the waker (block {i + 1})", v)
         return {"waker": via, "direct": direct}
     res["awake"] = awake_path("after the creates")
 
