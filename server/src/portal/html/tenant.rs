@@ -11,31 +11,35 @@ use super::{
 use crate::{tenant_events::RecentEvent, tenant_view::TenantView};
 
 /// Follows the tenant's live stream and copies each view into the page (text only: conditions,
-/// messages and Events are tenant-influenced), refetches the Events when the tenant changes
+/// messages and Events are tenant-influenced; only what differs from the page, so an update
+/// costs the browser what changed, and a selection or a screen reader's place elsewhere stays),
+/// refetches the Events when the tenant changes
 /// (not for the stream's first event, the version the page was rendered from),
 /// and runs the copy buttons. A constant: the CSP allows it by its hash; the tenant's name
 /// reaches it through the HTML-escaped `data-tenant` attribute.
 pub const TENANT_SCRIPT: &str = "(()=>{const $=id=>document.getElementById(id);const name=$('tenant').dataset.tenant;\
 const mk=(tag,cls,text)=>{const e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=text;return e;};\
-const hide=(id,yes)=>{$(id).hidden=yes;};\
+const hide=(id,yes)=>{const e=$(id);if(e.hidden!==yes)e.hidden=yes;};\
+const text=(id,s)=>{const e=$(id);if(e.textContent!==s)e.textContent=s;};\
+const last={};const fresh=(k,x)=>{const s=JSON.stringify(x);if(last[k]===s)return false;last[k]=s;return true;};\
 const word=s=>s.charAt(0).toUpperCase()+s.slice(1);\
-const show=(v,waiting)=>{const p=$('phase');p.textContent=v.phase;p.className='badge phase-'+v.phase;\
-$('waiting').textContent=waiting?('Waiting for '+waiting):'';\
-$('checklist').replaceChildren(...v.checks.map(c=>{const li=mk('li',c.state);li.dataset.type=c.type;li.dataset.status=c.status;\
+const show=(v,waiting)=>{text('phase',v.phase);const p=$('phase');const c='badge phase-'+v.phase;if(p.className!==c)p.className=c;\
+text('waiting',waiting?('Waiting for '+waiting):'');\
+if(fresh('checks',v.checks)){$('checklist').replaceChildren(...v.checks.map(c=>{const li=mk('li',c.state);li.dataset.type=c.type;li.dataset.status=c.status;\
 if(c.state==='blocking')li.setAttribute('aria-current','step');\
-li.append(mk('span','state',word(c.state)),mk('strong','label',c.label),mk('span','reason',c.reason),mk('span','message',c.message));return li;}));\
+li.append(mk('span','state',word(c.state)),mk('strong','label',c.label),mk('span','reason',c.reason),mk('span','message',c.message));return li;}));}\
 hide('checklist-empty',v.checks.length>0);hide('teardown',!v.teardown);hide('delete',!!v.teardown);\
 hide('sleep',!!v.teardown);hide('sleep-form',v.sleepAction!=='sleep');hide('wake-form',v.sleepAction!=='wake');\
-$('sleep-message').textContent=v.sleepMessage;hide('sleep-message',!v.sleepMessage);\
-if(v.teardown){$('teardown-reason').textContent=v.teardown.reason;$('teardown-message').textContent=v.teardown.message;}\
-for(const k of ['api','apps']){$(k).textContent=v[k];hide(k+'-row',!v[k]);}hide('endpoints-pending',!!v.api);\
-$('quota-rows').replaceChildren(...v.quota.map(b=>{const tr=mk('tr');tr.dataset.key=b.key;tr.dataset.used=b.used;tr.dataset.hard=b.hard;\
+text('sleep-message',v.sleepMessage);hide('sleep-message',!v.sleepMessage);\
+if(v.teardown){text('teardown-reason',v.teardown.reason);text('teardown-message',v.teardown.message);}\
+for(const k of ['api','apps']){text(k,v[k]);hide(k+'-row',!v[k]);}hide('endpoints-pending',!!v.api);\
+if(fresh('quota',v.quota)){$('quota-rows').replaceChildren(...v.quota.map(b=>{const tr=mk('tr');tr.dataset.key=b.key;tr.dataset.used=b.used;tr.dataset.hard=b.hard;\
 const th=mk('th',null,b.label);th.scope='row';const td=mk('td');\
 if(b.hardValue>0){const m=mk('meter');m.min=0;m.max=b.hardValue;m.value=b.usedValue;m.setAttribute('aria-label',b.label+' used');td.append(m);}\
-td.append(mk('span','figure',b.used+' of '+b.hard+(b.hardValue>0?'':' (none allowed)')));tr.append(th,td);return tr;}));\
+td.append(mk('span','figure',b.used+' of '+b.hard+(b.hardValue>0?'':' (none allowed)')));tr.append(th,td);return tr;}));}\
 hide('quota-empty',v.quota.length>0);hide('quota-region',v.quota.length===0);\
-$('footprint').replaceChildren(...v.footprint.flatMap(s=>{const dd=mk('dd',null,s.amount);dd.dataset.key=s.key;return [mk('dt',null,s.label),dd];}));\
-$('chart-version').textContent=v.chartVersion||'not known yet';$('kubernetes-version').textContent=v.kubernetesVersion||'not known yet';};\
+if(fresh('footprint',v.footprint)){$('footprint').replaceChildren(...v.footprint.flatMap(s=>{const dd=mk('dd',null,s.amount);dd.dataset.key=s.key;return [mk('dt',null,s.label),dd];}));}\
+text('chart-version',v.chartVersion||'not known yet');text('kubernetes-version',v.kubernetesVersion||'not known yet');};\
 let queued=false;\
 const events=()=>{if(queued)return;queued=true;setTimeout(()=>{queued=false;\
 fetch('/tenants/'+encodeURIComponent(name)+'/events',{headers:{accept:'application/json'}}).then(r=>r.ok?r.json():Promise.reject(r.status)).then(list=>{\
@@ -203,7 +207,7 @@ mod tests {
     #[test]
     fn every_element_the_script_names_is_on_the_page() {
         let html = tenant_body(&view("team-atlas"), "", &Ok(vec![]), "tok", "", None);
-        let named: Vec<&str> = ["$('", "hide('"]
+        let named: Vec<&str> = ["$('", "hide('", "text('"]
             .iter()
             .flat_map(|call| TENANT_SCRIPT.split(call).skip(1))
             .filter_map(|rest| rest.split_once('\'').map(|(id, _)| id))
