@@ -285,9 +285,10 @@ async fn an_idle_tenant_sleeps_and_the_first_kubectl_wakes_it_with_everything_ke
         || {
             let out = env.exec(&ns, &keeper_on_host, &["nslookup", service]);
             let said = String::from_utf8_lossy(&out.stdout);
-            match nslookup_addresses(&said, service).is_empty() {
-                false => Ok(()),
-                true => Err(text(&out)),
+            if nslookup_addresses(&said, service).is_empty() {
+                Err(text(&out))
+            } else {
+                Ok(())
             }
         },
     )

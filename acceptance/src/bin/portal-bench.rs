@@ -33,6 +33,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use eventsource_stream::Eventsource;
 use futures::{StreamExt, future::join_all};
 use kube::{
     Api, ResourceExt,
@@ -172,31 +173,23 @@ fn watch_stream(url: String, cookie: String, prefix: String, seen: Seen) {
                 return;
             }
         };
-        let mut body = response.bytes_stream();
-        let mut buffer = String::new();
-        while let Some(Ok(chunk)) = body.next().await {
+        let mut events = response.bytes_stream().eventsource();
+        while let Some(Ok(event)) = events.next().await {
             let at = now_ms();
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find("\n\n") {
-                let event: String = buffer.drain(..end + 2).collect();
-                let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) else {
-                    continue;
-                };
-                let Ok(data) = serde_json::from_str::<serde_json::Value>(data.trim()) else {
-                    continue;
-                };
-                let (Some(name), Some(rv)) = (
-                    data["view"]["name"].as_str(),
-                    data["view"]["version"].as_str(),
-                ) else {
-                    continue;
-                };
-                if name.starts_with(&prefix) {
-                    seen.lock()
-                        .unwrap()
-                        .entry((name.to_owned(), rv.to_owned()))
-                        .or_insert(at);
-                }
+            let Ok(data) = serde_json::from_str::<serde_json::Value>(&event.data) else {
+                continue;
+            };
+            let (Some(name), Some(rv)) = (
+                data["view"]["name"].as_str(),
+                data["view"]["version"].as_str(),
+            ) else {
+                continue;
+            };
+            if name.starts_with(&prefix) {
+                seen.lock()
+                    .unwrap()
+                    .entry((name.to_owned(), rv.to_owned()))
+                    .or_insert(at);
             }
         }
     });
